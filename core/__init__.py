@@ -1,0 +1,13 @@
+"""Sotto core: audio, voice activity, streaming ASR, translation, captions.
+
+Nothing in this package imports Qt; everything here runs headless.
+"""
+
+import logging
+
+from . import compute as _compute  # noqa: F401  (sets OpenMP waiting before any engine loads)
+
+__version__ = "0.1.0"
+
+logger = logging.getLogger("sotto")
+logger.addHandler(logging.NullHandler())

@@ -1,0 +1,240 @@
+"""Streaming transcription: audio chunks in, :class:`CaptionUpdate` out.
+
+A whisper_streaming-style policy object (``insert_audio``, ``process``,
+``finish``): the growing audio window is re-decoded every ``min_chunk_s`` of
+new audio, words that two consecutive hypotheses agree on are committed
+(LocalAgreement-2), the window is trimmed at committed sentence ends so it
+never exceeds Whisper's 30 s, and committed text before the window is the
+prompt. With voice activity detection, silence is dropped before it reaches
+the model, and the end of an utterance commits everything heard in it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+
+import numpy as np
+
+from .. import logger
+from ..audio.decode import SAMPLE_RATE
+from ..audio.vad import VadOptions, VoiceActivityDetector
+from ..audio.window import AudioWindow
+from .agreement import HypothesisBuffer
+from .engine import ASREngine
+from .types import CaptionUpdate, Sentence, StageTimings, StreamingOptions, Word
+
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+MAX_PIECE_S = 5.0
+
+
+class StreamingTranscriber:
+    """Turns a stream of audio into committed sentences and a tentative tail."""
+
+    def __init__(self, engine: ASREngine, options: StreamingOptions | None = None) -> None:
+        self.engine = engine
+        self.options = options or StreamingOptions()
+        opts = self.options
+        self.vad = (
+            VoiceActivityDetector(VadOptions(opts.vad_threshold, opts.vad_min_silence_s)) if opts.use_vad else None
+        )
+        self.window = AudioWindow(opts.max_buffer_s + MAX_PIECE_S + 2.0)
+        self.hyp = HypothesisBuffer()
+        self._history: deque[Word] = deque(maxlen=200)  # recent committed words, for the prompt
+        self._sentence_words: list[Word] = []
+        self._sentences_done = 0
+        self._last_sentence_end = 0.0
+        self._received = 0.0  # absolute time of the end of all audio inserted
+        self._new_audio = 0.0  # seconds inserted since the last decode
+        self._speech = not opts.use_vad  # speech is in the window
+        self._pause_pending: float | None = None  # speech paused here; one decode settles agreement
+        self._paused_at: float | None = None  # in a pause since this time
+        self._pending_timings = StageTimings()
+        self.max_window_seconds = 0.0
+        self.decodes = 0
+
+    # -- input -----------------------------------------------------------------------
+    def insert_audio(self, chunk: np.ndarray) -> None:
+        """Add 16 kHz mono float32 audio (at most a few seconds; see :meth:`push`)."""
+        chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
+        if chunk.size == 0:
+            return
+        chunk_start = self._received
+        self._received += chunk.size / SAMPLE_RATE
+        if self.vad is not None:
+            t0 = time.perf_counter()
+            events = self.vad.process(chunk)
+            self._pending_timings.vad += time.perf_counter() - t0
+            for event in events:
+                if event.kind == "start":
+                    if not self._speech:
+                        # Drop the silence before this utterance, keeping a little pre-roll.
+                        self._drop_before(max(self.window.offset, event.time - self.options.pre_roll_s))
+                    self._speech = True
+                    self._paused_at = self._pause_pending = None
+                elif event.kind == "end" and self._speech:
+                    self._pause_pending = event.time
+        if self.window.free < chunk.size:
+            self._make_room(chunk.size)
+        if self.window.seconds == 0.0:
+            self.window.offset = chunk_start
+        self.window.append(chunk)
+        self._new_audio += chunk.size / SAMPLE_RATE
+        if not self._speech and self.vad is not None:
+            # Silence costs nothing: keep only the pre-roll.
+            self._drop_before(max(self.window.offset, self._received - self.options.pre_roll_s))
+        self.max_window_seconds = max(self.max_window_seconds, min(self.window.seconds, self.options.max_buffer_s))
+
+    def push(self, chunk: np.ndarray) -> list[CaptionUpdate]:
+        """Insert a chunk of any length and process it; returns the updates produced."""
+        updates = []
+        piece = int(MAX_PIECE_S * SAMPLE_RATE)
+        for i in range(0, max(1, chunk.shape[0]), piece):
+            self.insert_audio(chunk[i:i + piece])
+            update = self.process()
+            if update is not None:
+                updates.append(update)
+        return updates
+
+    # -- decoding --------------------------------------------------------------------
+    def process(self) -> CaptionUpdate | None:
+        """Decode if there is enough new speech; None when nothing changed.
+
+        A pause in speech (VAD end) triggers one decode so LocalAgreement can
+        settle while the audio context is kept; a pause of ``utterance_end_s``
+        ends the utterance: everything still tentative is committed, the
+        sentence is closed and the window is emptied.
+        """
+        opts = self.options
+        if self._pause_pending is not None:
+            self._paused_at, self._pause_pending = self._pause_pending, None
+            return self._decode_step()
+        if self._paused_at is not None:
+            if self._received - self._paused_at >= opts.utterance_end_s:
+                return self._end_utterance()
+            return None
+        if not self._speech or self._new_audio < opts.min_chunk_s:
+            return None
+        return self._decode_step()
+
+    def _decode_step(self) -> CaptionUpdate:
+        words = self._decode(self.window.view())
+        self.hyp.insert(words)
+        committed = self.hyp.flush()
+        sentences = self._commit(committed)
+        self._trim()
+        return self._update(sentences)
+
+    def _end_utterance(self) -> CaptionUpdate:
+        sentences = self._commit(self.hyp.tentative())
+        sentences += self._close_sentence()
+        self.hyp.reset(self._received)
+        self.window.clear(self._received)
+        self._speech = False
+        self._paused_at = None
+        return self._update(sentences)
+
+    def finish(self) -> CaptionUpdate:
+        """End of stream: decode what is left, commit everything and close the sentence."""
+        sentences: list[Sentence] = []
+        if self._speech and self.window.seconds > 0.05 and (self._new_audio > 0 or not self.hyp.tentative()):
+            words = self._decode(self.window.view())
+            self.hyp.insert(words)
+            sentences += self._commit(self.hyp.new)
+            self.hyp.new = []
+        else:
+            sentences += self._commit(self.hyp.tentative())
+        sentences += self._close_sentence()
+        self.hyp.reset(self._received)
+        self.window.clear(self._received)
+        self._speech = not self.options.use_vad
+        self._paused_at = self._pause_pending = None
+        return self._update(sentences, final=True)
+
+    def _decode(self, audio: np.ndarray) -> list[Word]:
+        prompt = self._prompt()
+        hypothesis = self.engine.transcribe(np.array(audio, dtype=np.float32), prompt, self.options.language)
+        self._pending_timings.asr += hypothesis.decode_seconds
+        self.decodes += 1
+        self._new_audio = 0.0
+        offset = self.window.offset
+        return [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+
+    def _prompt(self) -> str:
+        text = "".join(w.text for w in self._history if w.end <= self.window.offset + 0.01)
+        return text[-self.options.prompt_chars:].strip()
+
+    # -- committing ------------------------------------------------------------------
+    def _commit(self, words: list[Word]) -> list[Sentence]:
+        sentences = []
+        for word in words:
+            self._history.append(word)
+            self._sentence_words.append(word)
+            if _SENTENCE_END.search(word.text.strip()):
+                sentences += self._close_sentence()
+        return sentences
+
+    def _close_sentence(self) -> list[Sentence]:
+        if not self._sentence_words:
+            return []
+        text = "".join(w.text for w in self._sentence_words).strip()
+        sentence = Sentence(self._sentences_done, text, self._sentence_words[0].start, self._sentence_words[-1].end)
+        self._sentences_done += 1
+        self._last_sentence_end = sentence.end
+        self._sentence_words = []
+        return [sentence]
+
+    def _trim(self) -> None:
+        opts = self.options
+        if self.window.seconds <= opts.buffer_trim_s:
+            return
+        cut = self._last_sentence_end if self._last_sentence_end > self.window.offset else 0.0
+        if cut <= self.window.offset and self.hyp.last_committed_time > self.window.offset:
+            cut = self.hyp.last_committed_time
+        if self.window.end_time - max(cut, self.window.offset) > opts.max_buffer_s - opts.min_chunk_s - MAX_PIECE_S:
+            # Nothing stable to cut at and the window is nearly full: commit the tentative words.
+            forced = self.hyp.tentative()
+            if forced:
+                logger.info("window full with no agreement; committing %d tentative words", len(forced))
+                self._commit(forced)
+                self.hyp.previous = []
+                self.hyp.last_committed_time = forced[-1].end
+                self.hyp.committed_in_buffer.extend(forced)
+                cut = forced[-1].end
+            else:
+                cut = self.window.end_time - opts.buffer_trim_s
+        if cut > self.window.offset:
+            self._drop_before(cut)
+
+    def _drop_before(self, time_s: float) -> None:
+        self.window.trim_to(time_s)
+        self.hyp.pop_committed(time_s)
+
+    def _make_room(self, samples: int) -> None:
+        need_s = samples / SAMPLE_RATE
+        cut = self.window.end_time + need_s - (self.window.capacity / SAMPLE_RATE)
+        logger.warning("audio window overflow; dropping %.2f s of undecoded audio", cut - self.window.offset)
+        self._drop_before(cut)
+
+    def _update(self, sentences: list[Sentence], final: bool = False) -> CaptionUpdate:
+        timings, self._pending_timings = self._pending_timings, StageTimings()
+        current = "".join(w.text for w in self._sentence_words)
+        tentative = "" if final else "".join(w.text for w in self.hyp.tentative())
+        if not current.strip():
+            tentative = tentative.lstrip()
+        return CaptionUpdate(
+            sentences=sentences,
+            current=current.lstrip(),
+            tentative=tentative,
+            audio_time=self._received,
+            buffer_seconds=self.window.seconds,
+            timings=timings,
+            final=final,
+            speech=self._speech,
+        )
+
+    @property
+    def audio_time(self) -> float:
+        """Seconds of audio received."""
+        return self._received

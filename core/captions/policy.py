@@ -1,0 +1,158 @@
+"""What the captions show: stable finished lines, a partial line with mask-k.
+
+:class:`CaptionPolicy` merges ASR updates and translation updates into a
+:class:`CaptionView`. Display-only mask-k hides the last k tokens of a
+non-final line on screen (the model still drafts from the whole text); for the
+source line only unconfirmed (tentative) words are ever hidden, since
+committed words never change. Every displayed state feeds the NE meters of the
+model output and of the displayed text, for source and translation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..asr.types import CaptionUpdate, Sentence
+from ..translate.streaming import TranslationUpdate
+from .metrics import ErasureMeter, tokenize
+
+
+@dataclass
+class CaptionLine:
+    """One finished sentence and its translation (None until it arrives)."""
+
+    sentence: Sentence
+    translation: str | None = None
+
+
+@dataclass
+class CaptionView:
+    """Everything a display needs for one frame."""
+
+    lines: list[CaptionLine]
+    partial_committed: str  # stable start of the unfinished sentence
+    partial_tentative: str  # visible part of its unconfirmed words
+    partial_translation: str  # visible part of its translation
+    hidden_source_tokens: int = 0
+    hidden_translation_tokens: int = 0
+    audio_time: float = 0.0
+
+    @property
+    def partial_source(self) -> str:
+        """The visible unfinished source line."""
+        return _join(self.partial_committed, self.partial_tentative)
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p.strip() for p in parts if p and p.strip())
+
+
+def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
+    """``text`` without its last ``k`` tokens, and how many were hidden."""
+    if k <= 0 or not text:
+        return text, 0
+    tokens = tokenize(text, lang)
+    if not tokens:
+        return text, 0
+    keep = max(0, len(tokens) - k)
+    if keep == 0:
+        return "", len(tokens)
+    # Cut the original string after the keep-th token so spacing and punctuation are preserved.
+    pos = 0
+    for tok in tokens[:keep]:
+        pos = text.index(tok, pos) + len(tok)
+    return text[:pos].rstrip(), len(tokens) - keep
+
+
+@dataclass
+class CaptionPolicy:
+    """Merges source and translation into what is shown, and measures its flicker."""
+
+    mask_k: int = 3
+    source_lang: str = "en"
+    target_lang: str | None = None
+    lines: list[CaptionLine] = field(default_factory=list)
+    current: str = ""
+    tentative: str = ""
+    partial_translation: str = ""
+    audio_time: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.source_output = ErasureMeter(self.source_lang)
+        self.source_display = ErasureMeter(self.source_lang)
+        self.translation_output = ErasureMeter(self.target_lang)
+        self.translation_display = ErasureMeter(self.target_lang)
+        self._by_index: dict[int, CaptionLine] = {}
+        self._translated_upto = 0  # lines[:n] all have final translations
+
+    # -- inputs ------------------------------------------------------------------------
+    def on_asr(self, update: CaptionUpdate) -> CaptionView:
+        """Take a transcript update; returns the new view."""
+        for sentence in update.sentences:
+            line = CaptionLine(sentence)
+            self.lines.append(line)
+            self._by_index[sentence.index] = line
+        self.current = update.current
+        self.tentative = update.tentative
+        self.audio_time = update.audio_time
+        self._record_source(final=update.final)
+        return self.view(final=update.final)
+
+    def on_translation(self, update: TranslationUpdate) -> CaptionView:
+        """Take a translation update; returns the new view."""
+        for frozen in update.frozen:
+            line = self._by_index.get(frozen.sentence.index)
+            if line is not None:
+                line.translation = frozen.text
+        while self._translated_upto < len(self.lines) and self.lines[self._translated_upto].translation is not None:
+            self._translated_upto += 1
+        self.partial_translation = update.partial
+        self._record_translation()
+        return self.view()
+
+    # -- view ----------------------------------------------------------------------------
+    def view(self, final: bool = False) -> CaptionView:
+        """What to show now."""
+        k = 0 if final else self.mask_k
+        tentative, hidden_src = mask_tokens(self.tentative, k, self.source_lang)
+        translation, hidden_tr = mask_tokens(self.partial_translation, k, self.target_lang)
+        return CaptionView(list(self.lines), self.current, tentative, translation, hidden_src, hidden_tr,
+                           self.audio_time)
+
+    # -- metrics -------------------------------------------------------------------------
+    def _finished_source(self) -> str:
+        return _join(*(line.sentence.text for line in self.lines))
+
+    def _record_source(self, final: bool = False) -> None:
+        done = self._finished_source()
+        self.source_output.add(_join(done, self.current, self.tentative))
+        view = self.view(final=final)
+        self.source_display.add(_join(done, view.partial_source))
+
+    def _translation_text(self, partial: str) -> str:
+        joiner = "" if self.target_lang in ("ja", "zh") else " "
+        finished = joiner.join(line.translation or "" for line in self.lines[: self._translated_upto])
+        return (finished + joiner + partial).strip() if partial else finished.strip()
+
+    def _record_translation(self) -> None:
+        self.translation_output.add(self._translation_text(self.partial_translation))
+        self.translation_display.add(self._translation_text(self.view().partial_translation))
+
+    def finish(self) -> None:
+        """Record the final state (nothing hidden)."""
+        self.partial_translation = ""
+        self.current = self.tentative = ""
+        self._record_source(final=True)
+        if self.target_lang:
+            self._record_translation()
+
+    def metrics(self) -> dict[str, float]:
+        """NE of model output and displayed text, for source and translation."""
+        out = {
+            "ne_source_output": round(self.source_output.value, 4),
+            "ne_source_display": round(self.source_display.value, 4),
+        }
+        if self.target_lang:
+            out["ne_translation_output"] = round(self.translation_output.value, 4)
+            out["ne_translation_display"] = round(self.translation_display.value, 4)
+        return out

@@ -1,0 +1,42 @@
+"""Build the engines named in settings from the model store (one instance per model)."""
+
+from __future__ import annotations
+
+from .asr.engine import ASREngine, FasterWhisperEngine
+from .models.store import ModelStore, StatusCallback
+from .settings import Settings
+from .translate.translator import LlamaTranslator, TranslatorOptions
+
+
+def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCallback | None = None) -> ASREngine:
+    """The speech recogniser selected in settings."""
+    path = store.resolve(settings.asr.model, on_status)
+    if on_status:
+        on_status(f"Loading speech model {settings.asr.model}", None)
+    return FasterWhisperEngine(path, device=settings.asr.compute_device)
+
+
+def create_translator(
+    settings: Settings, store: ModelStore, on_status: StatusCallback | None = None
+) -> LlamaTranslator | None:
+    """The translator selected in settings, or None when the target is ``none``."""
+    tr = settings.translation
+    if tr.target == "none":
+        return None
+    path = store.resolve(tr.model, on_status)
+    if on_status:
+        on_status(f"Loading translation model {tr.model}", None)
+    style = tr.prompt_style
+    from .models.registry import get_spec
+
+    spec = get_spec(tr.model)
+    if style == "auto" and spec is not None and "prompt_style" in spec.extra:
+        style = spec.extra["prompt_style"]
+    options = TranslatorOptions(
+        source_lang=settings.asr.language,
+        target_lang=tr.target,
+        prompt_style=style,
+        n_threads=tr.n_threads,
+        n_gpu_layers=tr.n_gpu_layers,
+    )
+    return LlamaTranslator(path, options)

@@ -1,0 +1,336 @@
+"""The model store: named models prepared once under the platformdirs cache.
+
+``ModelStore.resolve(name)`` returns a loadable path for a catalogue name, a
+``hf:owner/repo[/file.gguf]`` reference, or a local path. Bundled models are
+assembled from their installed packages on first use (split files joined,
+sha256 verified); hub models are downloaded on request with progress, resume
+and checksum check. Each prepared model has a ``manifest.json`` recording file
+sizes and digests so a later start can check it cheaply.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import logger
+from ..errors import DownloadError, ModelError, ModelNotFoundError
+from ..paths import models_dir
+from .download import DownloadProgress, download_file, sha256_file
+from .registry import HUB_URL, MODELS, BundledPart, ModelFile, ModelSpec, get_spec
+
+MANIFEST = "manifest.json"
+
+StatusCallback = Callable[[str, float | None], None]
+"""Called with a message and a fraction done (None when unknown)."""
+
+
+@dataclass
+class ModelStatus:
+    """One row of ``sotto models``."""
+
+    name: str
+    kind: str
+    state: str  # ready | bundled | downloadable | partial | corrupt
+    size: int
+    path: Path | None
+    description: str
+
+    @property
+    def ready(self) -> bool:
+        """True when the model can be loaded now."""
+        return self.state == "ready"
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _part_path(part: BundledPart) -> Path | None:
+    base = _package_dir(part.package)
+    if base is None:
+        return None
+    path = base / part.path
+    return path if path.exists() else None
+
+
+def bundled_available(spec: ModelSpec) -> bool:
+    """True when every bundled part of ``spec`` is installed."""
+    return spec.bundled and all(_part_path(p) is not None for f in spec.files for p in f.parts)
+
+
+class ModelStore:
+    """Prepared models under one root directory (default: the user cache)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root else models_dir()
+        self._lock = threading.Lock()
+
+    # -- locations -----------------------------------------------------------------
+    def model_dir(self, name: str) -> Path:
+        """Directory of a named model in the store."""
+        return self.root / name.replace("/", "--")
+
+    def _load_path(self, spec: ModelSpec, directory: Path) -> Path:
+        if spec.kind == "gguf":
+            manifest = self._read_manifest(directory)
+            main = manifest.get("main_file", spec.main_file) if manifest else spec.main_file
+            return directory / main
+        return directory
+
+    # -- status --------------------------------------------------------------------
+    def status(self, name: str) -> ModelStatus:
+        """State of one catalogue model without loading or hashing it."""
+        spec = get_spec(name)
+        if spec is None:
+            raise ModelNotFoundError(_unknown_model_message(name))
+        directory = self.model_dir(name)
+        state = self._check_quick(directory)
+        size = self._manifest_size(directory) if state == "ready" else spec.approx_size
+        if state == "missing":
+            if any(directory.glob("*.part")):
+                state = "partial"
+            elif bundled_available(spec):
+                state = "bundled"
+            else:
+                state = "downloadable"
+        path = self._load_path(spec, directory) if state == "ready" else None
+        return ModelStatus(name, spec.kind, state, size, path, spec.description)
+
+    def list(self) -> list[ModelStatus]:
+        """Status of every catalogue model."""
+        return [self.status(name) for name in MODELS]
+
+    def _read_manifest(self, directory: Path) -> dict | None:
+        try:
+            return json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _manifest_size(self, directory: Path) -> int:
+        manifest = self._read_manifest(directory) or {}
+        return sum(f["size"] for f in manifest.get("files", {}).values())
+
+    def _check_quick(self, directory: Path) -> str:
+        manifest = self._read_manifest(directory)
+        if manifest is None:
+            return "missing"
+        for fname, info in manifest.get("files", {}).items():
+            path = directory / fname
+            if not path.exists() or path.stat().st_size != info["size"]:
+                return "corrupt"
+        return "ready"
+
+    # -- resolve -------------------------------------------------------------------
+    def resolve(self, name_or_path: str, on_status: StatusCallback | None = None) -> Path:
+        """A loadable path for a model name, ``hf:`` reference or local path.
+
+        Bundled models are prepared on first use. Raises
+        :class:`ModelNotFoundError` with one sentence naming the command that
+        gets a missing model, or :class:`ModelError` for a corrupt one.
+        """
+        spec = get_spec(name_or_path)
+        if spec is None and name_or_path.startswith("hf:"):
+            spec = spec_from_hub_ref(name_or_path)
+        if spec is None:
+            return _resolve_local(name_or_path)
+        directory = self.model_dir(spec.name)
+        state = self._check_quick(directory)
+        if state == "ready":
+            return self._load_path(spec, directory)
+        if bundled_available(spec):
+            self.prepare_bundled(spec, on_status)
+            return self._load_path(spec, directory)
+        if state == "corrupt":
+            raise ModelError(
+                f"The model '{spec.name}' in {directory} is damaged (a file has the wrong size); "
+                f"run `sotto models get {spec.name}` to fetch it again."
+            )
+        size = _human_size(spec.approx_size)
+        raise ModelNotFoundError(
+            f"The model '{spec.name}' is not on this machine; run `sotto models get {spec.name}` to download it ({size})."
+        )
+
+    # -- bundled -------------------------------------------------------------------
+    def prepare_bundled(self, spec: ModelSpec, on_status: StatusCallback | None = None) -> Path:
+        """Assemble a bundled model from its packages into the store (once), verifying sha256."""
+        with self._lock:
+            directory = self.model_dir(spec.name)
+            if self._check_quick(directory) == "ready":
+                return directory
+            if not bundled_available(spec):
+                raise ModelNotFoundError(
+                    f"The bundled model '{spec.name}' is not installed; rerun the setup command from README.md."
+                )
+            staging = directory.with_name(directory.name + ".staging")
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            total = sum((_part_path(p).stat().st_size for f in spec.files for p in f.parts))  # type: ignore[union-attr]
+            done = 0
+            files: dict[str, dict] = {}
+            for mfile in spec.files:
+                target = staging / mfile.name
+                with open(target, "wb") as out:
+                    for part in mfile.parts:
+                        src = _part_path(part)
+                        assert src is not None
+                        with open(src, "rb") as fh:
+                            while block := fh.read(1 << 22):
+                                out.write(block)
+                                done += len(block)
+                                if on_status:
+                                    on_status(f"Preparing {spec.name}", done / total)
+                digest = sha256_file(target)
+                if mfile.sha256 and digest != mfile.sha256:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise ModelError(
+                        f"The bundled model file {mfile.name} of '{spec.name}' is corrupt (checksum mismatch); "
+                        "reinstall with the setup command from README.md."
+                    )
+                files[mfile.name] = {"size": target.stat().st_size, "sha256": digest}
+            self._write_manifest(staging, spec, "bundled", files)
+            shutil.rmtree(directory, ignore_errors=True)
+            staging.replace(directory)
+            logger.info("prepared bundled model %s in %s", spec.name, directory)
+            return directory
+
+    def prepare_all_bundled(self, on_status: StatusCallback | None = None) -> list[str]:
+        """Prepare every bundled model whose packages are installed; returns their names."""
+        names = []
+        for spec in MODELS.values():
+            if bundled_available(spec):
+                self.prepare_bundled(spec, on_status)
+                names.append(spec.name)
+        return names
+
+    def _write_manifest(self, directory: Path, spec: ModelSpec, source: str, files: dict[str, dict]) -> None:
+        manifest = {
+            "name": spec.name,
+            "kind": spec.kind,
+            "source": source,
+            "main_file": next(iter(files)) if spec.kind == "gguf" else None,
+            "files": files,
+            "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        (directory / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+    # -- download ------------------------------------------------------------------
+    def download(
+        self,
+        name: str,
+        progress: Callable[[str, DownloadProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+        base_url: str = HUB_URL,
+    ) -> Path:
+        """Download a catalogue model (or ``hf:`` reference) from the hub into the store.
+
+        Resumes partial files; verifies each file against its pinned sha256 or
+        the checksum the hub states. Raises :class:`DownloadError` in plain words.
+        """
+        spec = get_spec(name) or (spec_from_hub_ref(name) if name.startswith("hf:") else None)
+        if spec is None:
+            raise ModelNotFoundError(_unknown_model_message(name))
+        if spec.hub_repo is None:
+            raise DownloadError(f"The model '{spec.name}' has no download source.")
+        directory = self.model_dir(spec.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        files: dict[str, dict] = {}
+        for mfile in spec.files:
+            path = self._download_file(spec, mfile, directory, base_url, progress, cancel)
+            if path is None:
+                continue
+            files[path.name] = {"size": path.stat().st_size, "sha256": mfile.sha256 or sha256_file(path)}
+        self._write_manifest(directory, spec, f"{base_url}/{spec.hub_repo}", files)
+        return self._load_path(spec, directory)
+
+    def _download_file(
+        self,
+        spec: ModelSpec,
+        mfile: ModelFile,
+        directory: Path,
+        base_url: str,
+        progress: Callable[[str, DownloadProgress], None] | None,
+        cancel: threading.Event | None,
+    ) -> Path | None:
+        last_error: DownloadError | None = None
+        for fname in (mfile.name, *mfile.alternatives):
+            url = f"{base_url.rstrip('/')}/{spec.hub_repo}/resolve/main/{fname}"
+            callback = (lambda p, f=fname: progress(f, p)) if progress else None
+            try:
+                return download_file(url, directory / fname, mfile.sha256, callback, cancel)
+            except DownloadError as exc:
+                last_error = exc
+                if "HTTP 404" not in str(exc):
+                    raise
+        if mfile.optional:
+            return None
+        assert last_error is not None
+        raise last_error
+
+    def remove(self, name: str) -> None:
+        """Delete a model from the store (bundled ones are re-made on next use)."""
+        shutil.rmtree(self.model_dir(name), ignore_errors=True)
+
+
+def spec_from_hub_ref(ref: str) -> ModelSpec:
+    """A spec for ``hf:owner/repo/file.gguf`` (a GGUF file) or ``hf:owner/repo`` (a CT2 Whisper repo)."""
+    body = ref[3:].strip("/")
+    parts = body.split("/")
+    if len(parts) < 2:
+        raise ModelNotFoundError(f"'{ref}' is not a hub reference; write hf:owner/repo or hf:owner/repo/file.gguf.")
+    repo = "/".join(parts[:2])
+    if len(parts) > 2:
+        return ModelSpec(ref, "gguf", f"{parts[-1]} from {repo}", 0, (ModelFile("/".join(parts[2:])),), hub_repo=repo)
+    return ModelSpec(
+        ref,
+        "whisper-ct2",
+        f"Whisper (CTranslate2) from {repo}",
+        0,
+        (ModelFile("model.bin"), ModelFile("config.json"), ModelFile("tokenizer.json"),
+         ModelFile("vocabulary.txt", alternatives=("vocabulary.json",))),
+        hub_repo=repo,
+    )
+
+
+def _resolve_local(value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.exists():
+        if "/" not in value and not value.endswith(".gguf"):
+            raise ModelNotFoundError(_unknown_model_message(value))
+        raise ModelNotFoundError(f"There is no model at {path}; check the path in settings or `sotto models`.")
+    if path.is_dir():
+        if not (path / "model.bin").exists() and not (path / "config.json").exists():
+            raise ModelError(
+                f"The folder {path} holds no Whisper model (expected model.bin and config.json from a "
+                "faster-whisper/CTranslate2 conversion)."
+            )
+        return path
+    if path.suffix.lower() != ".gguf":
+        raise ModelError(f"{path} is not a model Sotto can load (expected a .gguf file or a Whisper model folder).")
+    return path
+
+
+def _unknown_model_message(name: str) -> str:
+    known = ", ".join(MODELS)
+    return f"There is no model called '{name}'; use one of {known}, an hf:owner/repo reference, or a local path."
+
+
+def _human_size(size: int) -> str:
+    if size <= 0:
+        return "size unknown"
+    for scale, unit, fmt in ((1e9, "GB", "{:.1f}"), (1e6, "MB", "{:.0f}"), (1e3, "KB", "{:.0f}")):
+        if size >= scale:
+            return f"{fmt.format(size / scale)} {unit}"
+    return f"{size} B"
+
+
+human_size = _human_size

@@ -1,0 +1,312 @@
+"""The headless caption pipeline: audio → VAD → streaming ASR → translation → captions.
+
+:class:`CaptionPipeline` runs on the caller's thread (the ASR loop) plus one
+translation worker thread. In real-time mode each read takes *all* audio that
+arrived since the last one (never a backlog), and the translator drops stale
+partials. In fast mode (a file as fast as possible) every step runs in order,
+so results are reproducible. Displays plug in through :class:`PipelineListener`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import __version__, logger
+from .asr.engine import ASREngine
+from .asr.streaming import StreamingTranscriber
+from .asr.types import CaptionUpdate, StageTimings, StreamingOptions
+from .audio.sources import AudioSource
+from .captions.journal import CaptionJournal
+from .captions.policy import CaptionPolicy, CaptionView
+from .errors import SottoError
+from .settings import Settings
+from .translate.streaming import StreamingTranslator, TranslationUpdate
+from .translate.translator import LlamaTranslator
+from .translate.worker import TranslationWorker
+
+
+@dataclass
+class Progress:
+    """Where the run stands: audio done, speed and lag."""
+
+    audio_time: float
+    duration: float | None
+    wall: float
+    lag: float | None  # real time only: seconds between speech and screen for the newest audio
+    buffer_seconds: float
+
+    @property
+    def rtf(self) -> float:
+        """Wall seconds per audio second so far."""
+        return self.wall / self.audio_time if self.audio_time > 0 else 0.0
+
+
+class PipelineListener(Protocol):
+    """Receives what a display shows; called from pipeline threads."""
+
+    def on_view(self, view: CaptionView) -> None: ...
+
+    def on_progress(self, progress: Progress) -> None: ...
+
+    def on_message(self, level: str, text: str) -> None: ...
+
+
+class NullListener:
+    """A listener that shows nothing."""
+
+    def on_view(self, view: CaptionView) -> None:
+        """Ignore."""
+
+    def on_progress(self, progress: Progress) -> None:
+        """Ignore."""
+
+    def on_message(self, level: str, text: str) -> None:
+        """Ignore."""
+
+
+@dataclass
+class _Latency:
+    values: list[float] = field(default_factory=list)
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    def stats(self) -> dict[str, float] | None:
+        if not self.values:
+            return None
+        ordered = sorted(self.values)
+        return {
+            "mean": round(sum(ordered) / len(ordered), 3),
+            "p50": round(ordered[len(ordered) // 2], 3),
+            "p90": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))], 3),
+            "max": round(ordered[-1], 3),
+            "count": len(ordered),
+        }
+
+
+class CaptionPipeline:
+    """Runs one source through the engines it is given and journals the captions."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        asr_engine: ASREngine,
+        translator: LlamaTranslator | None = None,
+        listener: PipelineListener | None = None,
+        out_dir: Path | None = None,
+        realtime: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.asr_engine = asr_engine
+        self.translator = translator
+        self.listener = listener or NullListener()
+        self.out_dir = out_dir
+        self.realtime = realtime
+        target = settings.translation.target if translator is not None else None
+        self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target)
+        self._lock = threading.Lock()  # guards policy, journal and listener calls
+        self._stop = threading.Event()
+        self._t0 = 0.0
+        self._timings = StageTimings()
+        self._lag = _Latency()
+        self._sentence_latency = _Latency()
+        self._translation_latency = _Latency()
+        self._errors: list[str] = []
+        self._translation_failed = False
+        self._sentence_shown_at: dict[int, float] = {}
+        self.journal: CaptionJournal | None = None
+        self._worker: TranslationWorker | None = None
+        self._streaming_translator: StreamingTranslator | None = None
+        self.transcriber: StreamingTranscriber | None = None
+
+    def stop(self) -> None:
+        """Ask a running :meth:`run` to finish (thread-safe; captions so far are kept)."""
+        self._stop.set()
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self, source: AudioSource) -> dict[str, Any]:
+        """Caption ``source`` to the end (or until :meth:`stop`); returns the summary."""
+        asr = self.settings.asr
+        options = StreamingOptions(
+            language=asr.language,
+            min_chunk_s=asr.min_chunk_s,
+            buffer_trim_s=asr.buffer_trim_s,
+            use_vad=asr.vad,
+            vad_threshold=asr.vad_threshold,
+            vad_min_silence_s=asr.vad_min_silence_s,
+            utterance_end_s=asr.utterance_end_s,
+        )
+        self.transcriber = StreamingTranscriber(self.asr_engine, options)
+        if self.out_dir is not None:
+            self.journal = CaptionJournal(self.out_dir, self.translator is not None)
+        if self.translator is not None:
+            self._streaming_translator = StreamingTranslator(self.translator)
+            if self.realtime:
+                self._worker = TranslationWorker(self._streaming_translator, self._on_translation, self._on_translate_error)
+        cpu0 = time.process_time()
+        self._t0 = time.monotonic()
+        interrupted: BaseException | None = None
+        try:
+            source.start()
+            while not self._stop.is_set():
+                chunk = source.read(asr.min_chunk_s, timeout=0.5)
+                if chunk is None:
+                    break
+                if chunk.size == 0:
+                    continue
+                for update in self.transcriber.push(chunk):
+                    self._on_asr(update)
+                self._progress(source)
+            self._on_asr(self.transcriber.finish())
+        except BaseException as exc:  # KeyboardInterrupt or an error: keep what was produced
+            interrupted = exc
+            raise
+        finally:
+            source.stop()
+            if self._worker is not None:
+                self._worker.close()
+            with self._lock:
+                self.policy.finish()
+            summary = self._summary(source, time.process_time() - cpu0, interrupted)
+            if self.journal is not None:
+                self.journal.close(summary)
+        return summary
+
+    def _progress(self, source: AudioSource) -> None:
+        assert self.transcriber is not None
+        wall = time.monotonic() - self._t0
+        lag = wall - self.transcriber.audio_time if self.realtime else None
+        if lag is not None:
+            self._lag.add(lag)
+        self.listener.on_progress(
+            Progress(self.transcriber.audio_time, source.duration, wall, lag, self.transcriber.window.seconds)
+        )
+
+    # -- ASR updates -------------------------------------------------------------------------
+    def _on_asr(self, update: CaptionUpdate) -> None:
+        self._timings.add(update.timings)
+        now = time.monotonic() - self._t0
+        with self._lock:
+            view = self.policy.on_asr(update)
+            for sentence in update.sentences:
+                self._sentence_shown_at[sentence.index] = now
+                if self.realtime:
+                    self._sentence_latency.add(now - sentence.end)
+                if self.journal is not None:
+                    self.journal.add_sentence(sentence.start, sentence.end, sentence.text)
+            if self.journal is not None:
+                self.journal.record(
+                    {
+                        "kind": "source",
+                        "wall": round(now, 3),
+                        "audio_time": round(update.audio_time, 3),
+                        "sentences": [asdict(s) for s in update.sentences],
+                        "current": update.current,
+                        "tentative": update.tentative,
+                        "display": view.partial_source,
+                        "final": update.final,
+                        "asr_s": round(update.timings.asr, 4),
+                    }
+                )
+            self.listener.on_view(view)
+        if self._streaming_translator is None or self._translation_failed:
+            return
+        if self._worker is not None:
+            self._worker.submit(update)
+            return
+        try:
+            result = self._streaming_translator.update(update)
+        except SottoError as exc:
+            self._on_translate_error(exc)
+            return
+        if result is not None:
+            self._on_translation(result)
+
+    # -- translation updates -----------------------------------------------------------------
+    def _on_translation(self, update: TranslationUpdate) -> None:
+        self._timings.translate += update.seconds
+        now = time.monotonic() - self._t0
+        with self._lock:
+            view = self.policy.on_translation(update)
+            for frozen in update.frozen:
+                s = frozen.sentence
+                if self.realtime:
+                    self._translation_latency.add(now - s.end)
+                if self.journal is not None:
+                    self.journal.add_translation(s.index, s.start, s.end, frozen.text)
+            if self.journal is not None:
+                self.journal.record(
+                    {
+                        "kind": "translation",
+                        "wall": round(now, 3),
+                        "audio_time": round(update.audio_time, 3),
+                        "frozen": [{"index": f.sentence.index, "source": f.sentence.text, "text": f.text}
+                                   for f in update.frozen],
+                        "partial_source": update.partial_source,
+                        "partial": update.partial,
+                        "display": view.partial_translation,
+                        "translate_s": round(update.seconds, 4),
+                    }
+                )
+            self.listener.on_view(view)
+
+    def _on_translate_error(self, exc: SottoError) -> None:
+        message = f"{exc} Captions continue without translation."
+        self._errors.append(message)
+        logger.error("translation disabled: %s", exc)
+        self._translation_failed = True
+        self.listener.on_message("error", message)
+
+    # -- summary -----------------------------------------------------------------------------
+    def _summary(self, source: AudioSource, cpu: float, interrupted: BaseException | None) -> dict[str, Any]:
+        wall = time.monotonic() - self._t0
+        tr = self.transcriber
+        audio = tr.audio_time if tr else 0.0
+        policy = self.policy
+        summary: dict[str, Any] = {
+            "sotto_version": __version__,
+            "source": getattr(source, "name", "?"),
+            "mode": "realtime" if self.realtime else "fast",
+            "audio_seconds": round(audio, 3),
+            "wall_seconds": round(wall, 3),
+            "real_time_factor": round(wall / audio, 4) if audio else None,
+            "cpu_seconds": round(cpu, 3),
+            "cpu_seconds_per_audio_second": round(cpu / audio, 4) if audio else None,
+            "stage_seconds": {k: round(v, 3) for k, v in asdict(self._timings).items()},
+            "sentences": len(policy.lines),
+            "no_speech": not policy.lines,
+            "asr": {
+                "engine": getattr(self.asr_engine, "name", "?"),
+                "model": self.settings.asr.model,
+                "decodes": tr.decodes if tr else 0,
+                "max_window_seconds": round(tr.max_window_seconds, 3) if tr else 0.0,
+            },
+            "translation": None,
+            "normalized_erasure": policy.metrics(),
+            "mask_k": self.settings.captions.mask_k,
+            "overflows": getattr(source, "overflows", 0),
+            "errors": list(self._errors),
+            "completed": interrupted is None and not self._stop.is_set(),
+            "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "processor": platform.machine()},
+        }
+        if self.translator is not None:
+            summary["translation"] = {
+                "engine": self.translator.name,
+                "model": self.settings.translation.model,
+                "target": self.settings.translation.target,
+                "calls": self._streaming_translator.calls if self._streaming_translator else None,
+                "dropped_partials": self._worker.dropped_partials if self._worker else 0,
+            }
+        if self.realtime:
+            summary["latency_seconds"] = {
+                "lag": self._lag.stats(),
+                "sentence_on_screen": self._sentence_latency.stats(),
+                "translation_on_screen": self._translation_latency.stats(),
+            }
+        return summary

@@ -1,0 +1,207 @@
+"""Typed, versioned settings stored as TOML under the platformdirs config dir.
+
+Each section is a dataclass; each field may carry validation metadata
+(``choices`` or ``min``/``max``). Invalid values are refused with a
+:class:`~core.errors.SettingsError` that names the key, e.g.
+``translation.beta must be between 0.0 and 1.0 (got 1.5)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from . import logger
+from .errors import SettingsError
+from .paths import config_dir
+
+SETTINGS_VERSION = 1
+
+TARGET_LANGUAGES = ("none", "de", "ja", "zh", "fr", "es", "it", "pt", "nl", "ko", "ru")
+
+
+def _range(lo: float, hi: float) -> dict[str, Any]:
+    return {"min": lo, "max": hi}
+
+
+def _choices(*values: str) -> dict[str, Any]:
+    return {"choices": values}
+
+
+@dataclass
+class AudioSettings:
+    """Where audio comes from."""
+
+    device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
+    channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
+
+
+@dataclass
+class ASRSettings:
+    """Streaming speech recognition."""
+
+    engine: str = field(default="faster-whisper", metadata=_choices("faster-whisper"))
+    model: str = "whisper-tiny.en"
+    language: str = "en"
+    compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
+    min_chunk_s: float = field(default=1.0, metadata=_range(0.2, 10.0))
+    buffer_trim_s: float = field(default=15.0, metadata=_range(5.0, 28.0))
+    vad: bool = True
+    vad_threshold: float = field(default=0.5, metadata=_range(0.05, 0.95))
+    vad_min_silence_s: float = field(default=0.5, metadata=_range(0.1, 5.0))
+    utterance_end_s: float = field(default=2.0, metadata=_range(0.5, 10.0))
+
+
+@dataclass
+class TranslationSettings:
+    """Live translation of the recognised text."""
+
+    target: str = field(default="de", metadata=_choices(*TARGET_LANGUAGES))
+    model: str = "gemma-3-270m"
+    engine: str = field(default="ar", metadata=_choices("ar"))
+    prompt_style: str = field(default="auto", metadata=_choices("auto", "few-shot", "chat"))
+    n_gpu_layers: int = field(default=0, metadata=_range(-1, 999))
+    n_threads: int = field(default=0, metadata=_range(0, 256))
+
+
+@dataclass
+class CaptionSettings:
+    """What is shown and how steadily."""
+
+    mask_k: int = field(default=3, metadata=_range(0, 10))
+
+
+@dataclass
+class Settings:
+    """All user settings. ``version`` is bumped when the layout changes."""
+
+    version: int = SETTINGS_VERSION
+    audio: AudioSettings = field(default_factory=AudioSettings)
+    asr: ASRSettings = field(default_factory=ASRSettings)
+    translation: TranslationSettings = field(default_factory=TranslationSettings)
+    captions: CaptionSettings = field(default_factory=CaptionSettings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for TOML."""
+        return dataclasses.asdict(self)
+
+    def validate(self) -> None:
+        """Raise :class:`SettingsError` naming the first invalid key."""
+        for section in _SECTIONS:
+            obj = getattr(self, section)
+            for f in dataclasses.fields(obj):
+                _check(f"{section}.{f.name}", f, getattr(obj, f.name))
+
+    def with_value(self, key: str, value: Any) -> "Settings":
+        """A copy with ``key`` (``section.name``) set, validated; the original is untouched."""
+        section, _, name = key.partition(".")
+        if section not in _SECTIONS or not name:
+            raise SettingsError(f"Unknown setting '{key}'.")
+        obj = getattr(self, section)
+        fields = {f.name: f for f in dataclasses.fields(obj)}
+        if name not in fields:
+            raise SettingsError(f"Unknown setting '{key}'.")
+        coerced = _coerce(key, fields[name], value)
+        _check(key, fields[name], coerced)
+        new = dataclasses.replace(self, **{section: dataclasses.replace(obj, **{name: coerced})})
+        return new
+
+
+_SECTIONS = ("audio", "asr", "translation", "captions")
+_SECTION_TYPES = {"audio": AudioSettings, "asr": ASRSettings, "translation": TranslationSettings, "captions": CaptionSettings}
+
+
+def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
+    kind = f.type if isinstance(f.type, type) else {"str": str, "int": int, "float": float, "bool": bool}[f.type]
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            return value.lower() in ("true", "1", "yes", "on")
+        raise SettingsError(f"{key} must be true or false (got {value!r}).")
+    if kind is int:
+        if isinstance(value, bool):
+            raise SettingsError(f"{key} must be a whole number (got {value!r}).")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise SettingsError(f"{key} must be a whole number (got {value!r}).")
+    if kind is float:
+        if isinstance(value, bool):
+            raise SettingsError(f"{key} must be a number (got {value!r}).")
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{key} must be a number (got {value!r}).") from None
+    if not isinstance(value, str):
+        raise SettingsError(f"{key} must be text (got {value!r}).")
+    return value
+
+
+def _check(key: str, f: dataclasses.Field, value: Any) -> None:
+    meta = f.metadata
+    if "choices" in meta and value not in meta["choices"]:
+        raise SettingsError(f"{key} must be one of {', '.join(map(str, meta['choices']))} (got {value!r}).")
+    if "min" in meta and not (meta["min"] <= value <= meta["max"]):
+        raise SettingsError(f"{key} must be between {meta['min']} and {meta['max']} (got {value!r}).")
+
+
+def settings_path() -> Path:
+    """The settings file's location."""
+    return config_dir() / "settings.toml"
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Read settings; a missing file gives defaults, an invalid one a :class:`SettingsError`."""
+    path = path or settings_path()
+    if not path.exists():
+        return Settings()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
+    version = raw.get("version", SETTINGS_VERSION)
+    if not isinstance(version, int) or version > SETTINGS_VERSION:
+        raise SettingsError(
+            f"The settings file {path} was written by a newer Sotto (version {version}); "
+            f"this one understands version {SETTINGS_VERSION}."
+        )
+    settings = Settings()
+    for section, values in raw.items():
+        if section == "version":
+            continue
+        if section not in _SECTIONS or not isinstance(values, dict):
+            logger.warning("ignoring unknown settings section %r in %s", section, path)
+            continue
+        for name, value in values.items():
+            try:
+                settings = settings.with_value(f"{section}.{name}", value)
+            except SettingsError as exc:
+                if str(exc).startswith("Unknown setting"):
+                    logger.warning("ignoring unknown setting %s.%s in %s", section, name, path)
+                    continue
+                raise SettingsError(f"{exc} (in {path})") from None
+    return settings
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    """Validate and write settings atomically; returns the path written."""
+    settings.validate()
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = settings.to_dict()
+    data["version"] = SETTINGS_VERSION
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    return path

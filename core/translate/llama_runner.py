@@ -1,0 +1,114 @@
+"""A thin owner of one llama.cpp context: evaluate tokens, read logits, roll back.
+
+The high-level ``llama_cpp.Llama`` object loads the model and context; this
+class keeps its own list of evaluated tokens so callers can ask for the logits
+of every position of a batch (for verification) and truncate the KV cache to
+any prefix (``llama_memory_seq_rm``) to reuse what did not change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .. import logger
+from ..errors import ModelError
+
+
+class LlamaRunner:
+    """One model, one context, one sequence; not thread-safe (one owner thread)."""
+
+    def __init__(self, model_path: str | Path, n_ctx: int = 2048, n_threads: int = 0, n_gpu_layers: int = 0) -> None:
+        import os
+
+        from llama_cpp import Llama
+
+        path = Path(model_path)
+        if not path.exists():
+            raise ModelError(f"The translation model file {path} does not exist.")
+        try:
+            self.llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=512,
+                n_threads=n_threads or max(1, os.cpu_count() or 1),
+                n_gpu_layers=n_gpu_layers,
+                logits_all=False,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            logger.exception("loading GGUF %s failed", path)
+            raise ModelError(
+                f"The translation model {path.name} could not be loaded; the file may be incomplete, damaged "
+                "or not a GGUF model."
+            ) from exc
+        self.path = path
+        self.n_ctx = self.llm.n_ctx()
+        self.n_vocab = self.llm.n_vocab()
+        self.tokens: list[int] = []  # tokens whose keys/values are in the cache
+        self.eos = self.llm.token_eos()
+        self.metadata = dict(self.llm.metadata or {})
+        self._newline_tokens: set[int] | None = None
+        self.evaluated = 0  # tokens run through the model since load (for metrics)
+
+    def tokenize(self, text: str, add_bos: bool = False) -> list[int]:
+        """Tokens of ``text`` (special tokens in the text are parsed)."""
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        """Text of ``tokens``; incomplete UTF-8 at the end is dropped."""
+        return self.llm.detokenize(tokens).decode("utf-8", errors="ignore")
+
+    def truncate(self, n: int) -> None:
+        """Keep only the first ``n`` cached tokens (roll the KV cache back)."""
+        if n < len(self.tokens):
+            self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
+            del self.tokens[n:]
+
+    def eval(self, tokens: list[int], all_logits: bool = False) -> np.ndarray:
+        """Append ``tokens`` to the cache; return logits of the last one, or of every one.
+
+        Returns shape ``(n_vocab,)`` or ``(len(tokens), n_vocab)`` (a copy).
+        """
+        if not tokens:
+            raise ValueError("nothing to evaluate")
+        if len(self.tokens) + len(tokens) > self.n_ctx:
+            raise ModelError(f"The translation context is full ({self.n_ctx} tokens).")
+        llm = self.llm
+        n_batch = llm.n_batch
+        rows: list[np.ndarray] = []
+        for i in range(0, len(tokens), n_batch):
+            batch = tokens[i:i + n_batch]
+            last_batch = i + n_batch >= len(tokens)
+            llm._batch.set_batch(batch=batch, n_past=len(self.tokens), logits_all=all_logits)
+            llm._ctx.decode(llm._batch)
+            self.tokens.extend(batch)
+            self.evaluated += len(batch)
+            if all_logits:
+                rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), self.n_vocab)).copy())
+            elif last_batch:
+                rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(1, self.n_vocab))[0].copy())
+        return np.concatenate(rows, axis=0) if all_logits else rows[-1]
+
+    def is_stop(self, token: int) -> bool:
+        """End of generation: end-of-sequence, end-of-turn or a newline."""
+        import llama_cpp
+
+        if token == self.eos or llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token):
+            return True
+        if self._newline_tokens is None:
+            self._newline_tokens = set()
+        if token in self._newline_tokens:
+            return True
+        if b"\n" in self.llm._model.token_to_piece(token, special=False):
+            self._newline_tokens.add(token)
+            return True
+        return False
+
+    def close(self) -> None:
+        """Free the model and context."""
+        try:
+            self.llm.close()
+        except Exception:
+            logger.debug("closing llama failed", exc_info=True)

@@ -1,0 +1,75 @@
+"""Streaming translation: re-translate the growing sentence, freeze finished ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..asr.types import CaptionUpdate, Sentence
+from .translator import TranslationResult
+
+
+class Translator(Protocol):
+    """What :class:`StreamingTranslator` needs from an engine."""
+
+    name: str
+
+    def translate(self, source: str) -> TranslationResult: ...
+
+
+@dataclass
+class FrozenTranslation:
+    """The final translation of a finished source sentence."""
+
+    sentence: Sentence
+    text: str
+
+
+@dataclass
+class TranslationUpdate:
+    """Finished sentences translated by this update, and the current partial translation."""
+
+    frozen: list[FrozenTranslation]
+    partial_source: str
+    partial: str
+    audio_time: float
+    seconds: float = 0.0
+    results: list[TranslationResult] = field(default_factory=list)
+
+
+class StreamingTranslator:
+    """Keeps one partial translation per unfinished sentence; freezes finished ones."""
+
+    def __init__(self, translator: Translator) -> None:
+        self.translator = translator
+        self._last_partial_source = ""
+        self._last_partial = ""
+        self.calls = 0
+
+    def update(self, asr: CaptionUpdate) -> TranslationUpdate | None:
+        """Translate what changed in ``asr``; None if nothing did."""
+        return self.translate(asr.sentences, asr.partial, asr.audio_time)
+
+    def translate(self, sentences: list[Sentence], partial_source: str, audio_time: float) -> TranslationUpdate | None:
+        """Freeze ``sentences`` (all of them, in order) and re-translate ``partial_source`` if it changed."""
+        frozen: list[FrozenTranslation] = []
+        results: list[TranslationResult] = []
+        for sentence in sentences:
+            result = self.translator.translate(sentence.text)
+            self.calls += 1
+            results.append(result)
+            frozen.append(FrozenTranslation(sentence, result.text))
+        partial_changed = partial_source != self._last_partial_source
+        if partial_changed:
+            self._last_partial_source = partial_source
+            if partial_source:
+                result = self.translator.translate(partial_source)
+                self.calls += 1
+                results.append(result)
+                self._last_partial = result.text
+            else:
+                self._last_partial = ""
+        if not frozen and not partial_changed:
+            return None
+        compute = sum(r.seconds for r in results)  # model time, without waits for the compute gate
+        return TranslationUpdate(frozen, partial_source, self._last_partial, audio_time, compute, results)

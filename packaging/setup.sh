@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Sets up everything Sotto needs on this machine, and is quick the second time:
+#   system packages (PortAudio, Qt's X11/EGL libraries; PulseAudio for the tests),
+#   .venv/ with the pinned dependencies of requirements.lock, the `sotto` command,
+#   and the bundled models prepared in the model store.
+# Usage: packaging/setup.sh [app|test]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+MODE=${1:-app}
+say() { printf '\033[1msotto setup:\033[0m %s\n' "$*" >&2; }
+
+# --- 1. system packages (Debian/Ubuntu) ---------------------------------------------
+pkgs=(libportaudio2 libasound2-plugins libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0
+      libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0
+      libxcb-image0 libxcb-xkb1 libfontconfig1 libdbus-1-3 libglib2.0-0)
+command -v cc >/dev/null && command -v cmake >/dev/null || pkgs+=(build-essential cmake)
+[ "$MODE" = test ] && pkgs+=(pulseaudio pulseaudio-utils)
+if command -v dpkg-query >/dev/null; then
+  missing=()
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if [ -n "$sudo" ] && ! command -v sudo >/dev/null; then
+      say "please install these system packages as root: ${missing[*]}"; exit 1
+    fi
+    say "installing system packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  say "not a Debian-based system: make sure PortAudio and Qt's platform libraries are installed"
+fi
+
+# --- 2. Python ------------------------------------------------------------------------
+PY=""
+for cand in python3.11 python3.12 python3.13 python3; do
+  if command -v "$cand" >/dev/null && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    PY=$cand; break
+  fi
+done
+[ -n "$PY" ] || { say "Python 3.11 or newer is needed (apt-get install python3)"; exit 1; }
+
+# --- 3. virtual environment with pinned dependencies -----------------------------------
+want=$(cat requirements.lock pyproject.toml packaging/setup.sh | sha256sum | cut -c1-16)
+stamp=.venv/.sotto-setup
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    say "creating .venv with $PY"
+    if ! "$PY" -m venv .venv 2>/dev/null; then
+      say "installing python3-venv"; rm -rf .venv
+      ${sudo:-} apt-get install -y -qq python3-venv >/dev/null; "$PY" -m venv .venv
+    fi
+  fi
+  say "installing pinned dependencies (llama-cpp-python compiles the first time: several minutes)"
+  pip_log=.venv/pip-install.log
+  pip() { .venv/bin/python -m pip "$@" --disable-pip-version-check >>"$pip_log" 2>&1 || {
+            tail -n 30 "$pip_log" >&2; say "pip failed; the full log is in $pip_log"; exit 1; }; }
+  : > "$pip_log"
+  pip install --upgrade pip wheel
+  pip install -r requirements.lock
+  pip install --no-deps --no-build-isolation -e .
+  echo "$want" > "$stamp"
+fi
+
+# --- 4. bundled models -------------------------------------------------------------------
+if [ "$MODE" = test ]; then
+  # Tests never use the user's directories: a project-local model store.
+  export SOTTO_MODELS_DIR=${SOTTO_MODELS_DIR:-$ROOT/.cache/models}
+fi
+.venv/bin/sotto models prepare --quiet
