@@ -87,6 +87,7 @@ def _cmd_caption(args: argparse.Namespace) -> int:
         target = settings.translation.target
         what = f"{source.name}" + (f" → {target}" if translator else "")
         sys.stderr.write(f"Captioning {what} (Ctrl+C stops; captions so far are kept)\n")
+    stopped = _stop_on_signals(pipeline)
     try:
         summary = pipeline.run(source)
     except KeyboardInterrupt:
@@ -103,7 +104,26 @@ def _cmd_caption(args: argparse.Namespace) -> int:
         _print_summary(summary, out_dir)
     if summary["errors"]:
         return EXIT_ERROR
-    return 0
+    return EXIT_INTERRUPTED if stopped.is_set() else 0
+
+
+def _stop_on_signals(pipeline) -> threading.Event:
+    """Ctrl+C or SIGTERM: finish gracefully (captions and files kept); a second Ctrl+C aborts."""
+    import signal
+
+    stopped = threading.Event()
+
+    def handler(signum, frame):
+        if stopped.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stopped.set()
+        sys.stderr.write("\nStopping… (finishing the last line; Ctrl+C again to abort)\n")
+        pipeline.stop()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+    return stopped
 
 
 def _print_summary(summary: dict, out_dir: Path | None) -> None:

@@ -47,7 +47,10 @@ def decode_file(path: str | Path, channel: str = "mix") -> np.ndarray:
         raise AudioError(f"Could not read {path} ({exc.strerror or exc}).") from exc
     audio = np.ascontiguousarray(audio, dtype=np.float32)
     if audio.size == 0:
-        raise AudioError(f"The file {path} contains no audio.")
+        raise AudioError(
+            f"Could not read audio from {path}: the file is corrupt or not in an audio format Sotto understands "
+            "(no sound could be decoded from it)."
+        )
     if not np.isfinite(audio).all():
         logger.warning("non-finite samples in %s replaced with zeros", path)
         audio = np.nan_to_num(audio, nan=0.0, posinf=0.0, neginf=0.0)

@@ -1,0 +1,113 @@
+"""The pipeline in real-time mode: worker threads, stale partials dropped, failures contained."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from core.audio import FileSource
+from core.pipeline import CaptionPipeline
+from core.settings import Settings
+from core.translate import LlamaTranslator, TranslatorOptions
+
+
+class Recorder:
+    """A listener that keeps what a display would show."""
+
+    def __init__(self) -> None:
+        self.views = []
+        self.progress = []
+        self.messages = []
+
+    def on_view(self, view):
+        self.views.append(view)
+
+    def on_progress(self, progress):
+        self.progress.append(progress)
+
+    def on_message(self, level, text):
+        self.messages.append((level, text))
+
+
+def test_realtime_run_translates_every_sentence(shared, tiny_engine, translator_de, tmp_path):
+    rec = Recorder()
+    settings = Settings()
+    source = FileSource(shared / "asr" / "jfk.flac", realtime=True, speed=1.5)
+    pipe = CaptionPipeline(settings, tiny_engine, translator_de, rec, tmp_path, realtime=True)
+    summary = pipe.run(source)
+    assert summary["completed"] and summary["mode"] == "realtime"
+    lines = rec.views[-1].lines
+    assert lines and all(line.translation for line in lines)  # finished sentences are never dropped
+    assert summary["latency_seconds"]["lag"]["count"] > 0
+    assert summary["latency_seconds"]["sentence_on_screen"]["count"] == len(lines)
+    assert any(p.lag is not None for p in rec.progress)
+    # the translation worker thread is gone
+    assert not any(t.name == "sotto-translate" for t in threading.enumerate())
+
+
+def test_translator_failure_keeps_captions(shared, tiny_engine, store, tmp_path):
+    # A real translator that cannot fit any prompt into its context fails on the first sentence.
+    broken = LlamaTranslator(store.resolve("gemma-3-270m"), TranslatorOptions(n_ctx=256))
+    broken.options.max_new_tokens = 10_000
+    broken.runner.n_ctx = 40
+    rec = Recorder()
+    pipe = CaptionPipeline(Settings(), tiny_engine, broken, rec, tmp_path)
+    try:
+        summary = pipe.run(FileSource(shared / "asr" / "jfk.flac"))
+    finally:
+        broken.close()
+    assert summary["errors"] and "Captions continue without translation" in summary["errors"][0]
+    assert rec.messages and rec.messages[0][0] == "error"
+    assert summary["sentences"] >= 1 and "country" in (tmp_path / "source.srt").read_text().lower()
+
+
+def test_stop_keeps_what_was_captioned(shared, tiny_engine, tmp_path):
+    rec = Recorder()
+    pipe = CaptionPipeline(Settings().with_value("translation.target", "none"), tiny_engine, None, rec, tmp_path,
+                           realtime=True)
+    source = FileSource(shared / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac", realtime=True, speed=2.0)
+    timer = threading.Timer(12.0, pipe.stop)
+    timer.start()
+    summary = pipe.run(source)
+    timer.cancel()
+    assert not summary["completed"]
+    assert 15 < summary["audio_seconds"] < 40
+    assert summary["sentences"] >= 1
+    assert (tmp_path / "source.srt").read_text().count("-->") == summary["sentences"]
+    assert (tmp_path / "summary.json").exists()
+
+
+def test_core_never_imports_qt():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (
+        "import sys, pkgutil, importlib, core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "bad = [m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'PyQt'))]\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in (ROOT / "core").rglob("*.py"):
+        text = path.read_text()
+        assert "PySide6" not in text and "PyQt" not in text, path
+
+
+def test_terminal_display_plain_output(shared, tiny_engine, translator_de):
+    import io
+
+    from core.terminal import TerminalDisplay
+
+    out = io.StringIO()
+    display = TerminalDisplay(out, color=False, show_translation=True)
+    pipe = CaptionPipeline(Settings(), tiny_engine, translator_de, display)
+    pipe.run(FileSource(shared / "asr" / "jfk.flac"))
+    display.close()
+    text = out.getvalue()
+    assert "country" in text.lower() and "  → " in text
+    assert "\033[" not in text  # no escape codes into a pipe

@@ -1,0 +1,83 @@
+"""The streaming transcriber with the real tiny.en model on real recordings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import synthesize, transcribe_stream
+from core.audio import decode_file
+from core.captions import normalize_english, word_error_rate
+
+
+def _text(sentences) -> str:
+    return " ".join(s.text for s in sentences)
+
+
+def test_jfk_streaming_wer(tiny_engine, jfk, shared):
+    sentences, st, updates = transcribe_stream(tiny_engine, jfk)
+    ref = normalize_english((shared / "asr" / "jfk.txt").read_text())
+    wer = word_error_rate(ref, normalize_english(_text(sentences)))
+    assert wer <= 0.10, (wer, _text(sentences))
+    # tentative text showed up before it was committed: the stream is live, not one final dump
+    assert any(u.tentative for u in updates[:-1])
+    assert updates[-1].final and updates[-1].tentative == ""
+    # sentence times are ordered and inside the recording
+    assert all(0 <= s.start <= s.end <= 11.1 for s in sentences)
+    assert [s.index for s in sentences] == list(range(len(sentences)))
+
+
+def test_commits_are_never_repeated_or_lost(tiny_engine, shared):
+    audio = decode_file(shared / "asr" / "librispeech_1089-134686-0000.flac")
+    sentences, _, _ = transcribe_stream(tiny_engine, audio, chunk_s=0.7)
+    hyp = normalize_english(_text(sentences)).split()
+    ref = normalize_english((shared / "asr" / "librispeech_1089-134686-0000.txt").read_text()).split()
+    assert word_error_rate(" ".join(ref), " ".join(hyp)) <= 0.2
+    assert abs(len(hyp) - len(ref)) <= 3
+
+
+@pytest.mark.slow
+def test_long_recording_keeps_window_under_30s(tiny_engine, shared):
+    path = shared / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
+    audio = decode_file(path)
+    assert len(audio) / 16000 > 230
+    sentences, st, updates = transcribe_stream(tiny_engine, audio, chunk_s=2.0)
+    assert max(u.buffer_seconds for u in updates) <= 30.0
+    assert st.max_window_seconds <= 30.0
+    ref = normalize_english(path.with_suffix(".txt").read_text())
+    wer = word_error_rate(ref, normalize_english(_text(sentences)))
+    assert wer <= 0.15, wer
+    assert len(sentences) >= 10
+    assert sentences[-1].end > 225
+
+
+def test_silence_costs_no_decoding(tiny_engine):
+    silence = np.zeros(16000 * 8, dtype=np.float32)
+    sentences, st, updates = transcribe_stream(tiny_engine, silence)
+    assert sentences == [] and st.decodes == 0
+    assert st.window.seconds <= 0.5  # silence is dropped, not buffered
+
+
+def test_noise_short_clips_and_full_window_do_not_fail(tiny_engine, jfk):
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.3, 16000 * 3).astype(np.float32)
+    transcribe_stream(tiny_engine, noise, use_vad=False)
+    for n in (1, 320, 3200):  # 0.2 s and shorter
+        transcribe_stream(tiny_engine, jfk[16000:16000 + n], use_vad=False)
+    long = np.concatenate([jfk, jfk, jfk])[: 16000 * 30]
+    sentences, st, _ = transcribe_stream(tiny_engine, long, chunk_s=30.0)
+    assert sentences and st.max_window_seconds <= 30.0
+
+
+def test_pauses_split_utterances_and_keep_order(tiny_engine, piper_voice):
+    one = synthesize(piper_voice, "Good morning everyone.")
+    two = synthesize(piper_voice, "The meeting will start in five minutes.")
+    gap = np.zeros(16000 * 3, dtype=np.float32)
+    sentences, st, updates = transcribe_stream(tiny_engine, np.concatenate([gap, one, gap, two, gap]))
+    text = normalize_english(_text(sentences))
+    assert word_error_rate("good morning everyone the meeting will start in five minutes", text) <= 0.2, text
+    assert len(sentences) == 2
+    assert sentences[0].end < sentences[1].start
+    # the first utterance was committed during the pause, before the second one was spoken
+    first_commit = next(u for u in updates if u.sentences)
+    assert first_commit.audio_time < 3 + len(one) / 16000 + 3 + 0.5

@@ -1,0 +1,120 @@
+"""Fast unit tests of the pure parts: ring buffer, audio window, metrics, masks, subtitles, agreement."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from core.asr.agreement import HypothesisBuffer
+from core.asr.types import Word
+from core.audio.ringbuffer import RingBuffer
+from core.audio.window import AudioWindow
+from core.captions import mask_tokens, normalize_english, normalized_erasure, to_srt, to_vtt, tokenize, word_error_rate
+from core.captions.metrics import ErasureMeter
+
+
+def test_ringbuffer_fifo_and_wraparound():
+    rb = RingBuffer(10)
+    rb.write(np.arange(6))
+    assert rb.read(4).tolist() == [0, 1, 2, 3]
+    rb.write(np.arange(6, 14))  # wraps around the end
+    assert len(rb) == 10
+    assert rb.read().tolist() == list(range(4, 14))
+    assert rb.overflows == 0
+
+
+def test_ringbuffer_overflow_keeps_newest_and_counts():
+    rb = RingBuffer(5)
+    rb.write(np.arange(4))
+    rb.write(np.arange(4, 8))
+    assert rb.read().tolist() == [3, 4, 5, 6, 7]
+    assert rb.overflows == 1 and rb.dropped_samples == 3
+    rb.write(np.arange(20))
+    assert rb.read().tolist() == [15, 16, 17, 18, 19]
+
+
+def test_ringbuffer_wait_read_wakes_on_write_and_close():
+    rb = RingBuffer(100)
+    got = []
+    t = threading.Thread(target=lambda: got.append(rb.wait_read(10, timeout=5)))
+    t.start()
+    rb.write(np.ones(4))
+    rb.write(np.ones(8))
+    t.join(5)
+    assert got and got[0].size == 12
+    assert rb.wait_read(1, timeout=0.01) is None
+    rb.close()
+    assert rb.wait_read(1, timeout=5).size == 0
+
+
+def test_audio_window_append_trim():
+    w = AudioWindow(2.0)
+    w.append(np.arange(16000, dtype=np.float32))
+    w.append(np.arange(8000, dtype=np.float32))
+    assert w.seconds == pytest.approx(1.5)
+    w.trim_to(0.5)
+    assert w.offset == pytest.approx(0.5)
+    assert w.view()[0] == 8000
+    assert w.end_time == pytest.approx(1.5)
+    with pytest.raises(ValueError):
+        w.append(np.zeros(40000, dtype=np.float32))
+
+
+def test_normalized_erasure_hand_checked():
+    # outputs: "a b" -> "a c d" (erases 1: b) -> "a c d e" (erases 0) ; final length 4 -> NE 0.25
+    outs = [["a", "b"], ["a", "c", "d"], ["a", "c", "d", "e"]]
+    assert normalized_erasure(outs) == pytest.approx(0.25)
+    meter = ErasureMeter()
+    for text in ("a b", "a c d", "a c d e"):
+        meter.add(text)
+    assert meter.value == pytest.approx(0.25)
+    # complete rewrite: "x y z" -> "a b" erases 3, final length 2
+    assert normalized_erasure([["x", "y", "z"], ["a", "b"]]) == pytest.approx(1.5)
+    assert normalized_erasure([]) == 0.0
+
+
+def test_cjk_tokenised_per_character():
+    assert tokenize("今天天气很好。", "zh") == ["今", "天", "天", "气", "很", "好", "。"]
+    assert tokenize("東京 Tower です", "ja") == ["東", "京", "Tower", "で", "す"]
+    assert tokenize("Das ist gut.", "de") == ["Das", "ist", "gut."]
+
+
+def test_mask_tokens_hides_last_k():
+    assert mask_tokens("one two three four five", 3) == ("one two", 3)
+    assert mask_tokens("one two", 3) == ("", 2)
+    assert mask_tokens("one, two three", 0) == ("one, two three", 0)
+    assert mask_tokens("今天天气很好", 2, "zh") == ("今天天气", 2)
+
+
+def test_wer_and_normaliser():
+    ref = normalize_english("And so, my fellow Americans: ask not!")
+    assert ref == "and so my fellow americans ask not"
+    assert word_error_rate(ref, "and so am i fellow americans ask not") == pytest.approx(2 / 7)
+    assert word_error_rate("a b c", "a b c") == 0.0
+
+
+def test_srt_and_vtt_format():
+    cues = [(0.0, 1.5, "Hello."), (61.25, 62.0, "Zwei.")]
+    srt = to_srt(cues)
+    assert "1\n00:00:00,000 --> 00:00:01,500\nHello.\n" in srt
+    assert "2\n00:01:01,250 --> 00:01:02,000\nZwei.\n" in srt
+    vtt = to_vtt(cues)
+    assert vtt.startswith("WEBVTT") and "00:01:01.250 --> 00:01:02.000" in vtt
+
+
+def _words(spec):
+    return [Word(s, e, t) for s, e, t in spec]
+
+
+def test_local_agreement_commits_common_prefix_only():
+    hb = HypothesisBuffer()
+    hb.insert(_words([(0, 0.5, " And"), (0.6, 1.0, " so")]))
+    assert hb.flush() == []  # first hypothesis: nothing to agree with
+    hb.insert(_words([(0, 0.5, " And"), (0.6, 1.0, " so,"), (1.1, 1.5, " my")]))
+    assert [w.text for w in hb.flush()] == [" And", " so,"]  # punctuation does not block agreement
+    hb.insert(_words([(0, 0.5, " And"), (0.6, 1.0, " so"), (1.05, 1.4, " my"), (1.5, 2.0, " fellow")]))
+    # committed words are not committed twice; "my" now agrees even with a shifted start
+    assert [w.text for w in hb.flush()] == [" my"]
+    assert [w.text for w in hb.tentative()] == [" fellow"]
