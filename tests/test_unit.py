@@ -118,3 +118,13 @@ def test_local_agreement_commits_common_prefix_only():
     # committed words are not committed twice; "my" now agrees even with a shifted start
     assert [w.text for w in hb.flush()] == [" my"]
     assert [w.text for w in hb.tentative()] == [" fellow"]
+
+
+def test_repetition_span_detects_loops_only():
+    from core.translate.translator import repetition_span
+
+    assert repetition_span([1, 2, 3, 4, 5, 6]) == 0
+    assert repetition_span([9, 1, 2, 1, 2, 1, 2]) == 2
+    assert repetition_span([7, 5, 6, 7, 5, 6, 7, 5, 6, 7]) == 3
+    assert repetition_span([1, 1, 1]) == 0  # "…" or "!!!" is not a loop
+    assert repetition_span([4, 1, 1, 1, 1, 1, 1]) == 1

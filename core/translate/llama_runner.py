@@ -8,12 +8,37 @@ any prefix (``llama_memory_seq_rm``) to reuse what did not change.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 
 from .. import logger
 from ..errors import ModelError
+
+
+_native_log_callback = None
+
+
+def _route_native_log() -> None:
+    """Send llama.cpp's own log lines to Sotto's log file instead of the terminal."""
+    global _native_log_callback
+    if _native_log_callback is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+
+    levels = {3: logging.WARNING, 4: logging.ERROR}  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continue
+
+    @llama_cpp.llama_log_callback
+    def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        message = text.decode("utf-8", errors="replace").rstrip()
+        if message and message != ".":
+            logger.log(levels.get(level, logging.DEBUG), "llama.cpp: %s", message)
+
+    _native_log_callback = callback  # keep a reference: C holds only the pointer
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
 class LlamaRunner:
@@ -24,6 +49,7 @@ class LlamaRunner:
 
         from llama_cpp import Llama
 
+        _route_native_log()
         path = Path(model_path)
         if not path.exists():
             raise ModelError(f"The translation model file {path} does not exist.")

@@ -46,6 +46,25 @@ class TranslationResult:
     seconds: float
 
 
+def repetition_span(tokens: list[int], repeats: int = 3, max_span: int = 16) -> int:
+    """Length L of a span the tail repeats ``repeats`` times in a row (0 if none).
+
+    Small models fall into loops under greedy decoding ("你所做的事情，你所做的事情，…");
+    generation stops there. The rule is deterministic, so every engine that uses it
+    still reproduces the same greedy output.
+    """
+    for span in range(1, max_span + 1):
+        need = span * repeats
+        if len(tokens) < need or (span == 1 and len(tokens) < 6):
+            continue
+        tail = tokens[-span:]
+        if all(tokens[-(k + 1) * span:len(tokens) - k * span] == tail for k in range(1, repeats)):
+            if span == 1 and not all(t == tail[0] for t in tokens[-6:]):
+                continue
+            return span
+    return 0
+
+
 def _resolve_style(runner: LlamaRunner, style: str) -> str:
     if style != "auto":
         return style
@@ -133,6 +152,10 @@ class LlamaTranslator:
             if self.runner.is_stop(token):
                 break
             out.append(token)
+            loop = repetition_span(out)
+            if loop:
+                del out[len(out) - 2 * loop:]  # keep the first occurrence only
+                break
             logits = self.runner.eval([token])
         return out
 
