@@ -65,6 +65,9 @@ def _cmd_caption(args: argparse.Namespace) -> int:
         "asr.model": args.model,
         "translation.model": args.translator,
         "captions.mask_k": args.mask_k,
+        "captions.mask_mode": args.mask_mode,
+        "translation.beta": args.beta,
+        "translation.engine": args.translate_engine,
         "audio.channel": args.channel,
     }
     for key, value in overrides.items():
@@ -220,6 +223,12 @@ def _cmd_models(args: argparse.Namespace) -> int:
     raise SottoError(f"Unknown models action '{action}'.")
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from bench import translate
+
+    return translate.main(args.rest)
+
+
 # -- devices / settings -----------------------------------------------------------------------
 def _cmd_devices(args: argparse.Namespace) -> int:
     from .audio.sources import list_input_devices
@@ -268,6 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--model", help="speech model (name from `sotto models` or a path)")
         p.add_argument("--translator", help="translation model (name, hf:owner/repo/file.gguf, or a .gguf path)")
         p.add_argument("--mask-k", type=int, help="hide the last K unstable words of a partial line (0-10)")
+        p.add_argument("--mask-mode", choices=("display", "draft"),
+                       help="mask-k on screen only (default) or trimmed from the translator's draft")
+        p.add_argument("--beta", type=float,
+                       help="SSBD bias toward the previous translation, 0-1 (0 = exact greedy; higher = steadier, faster)")
+        p.add_argument("--translate-engine", choices=("ssbd", "ar"),
+                       help="ssbd (default) or plain autoregressive re-translation")
         p.add_argument("--channel", choices=("mix", "left", "right"), help="which channel of a stereo input")
         p.add_argument("--no-vad", action="store_true", help="decode silence too (no voice activity detection)")
         p.add_argument("--quiet", action="store_true", help="no live display")
@@ -288,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
+    p.add_argument("which", choices=("translate",))
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("devices", help="list audio input devices")
     p.set_defaults(func=_cmd_devices)

@@ -38,5 +38,8 @@ def create_translator(
         prompt_style=style,
         n_threads=tr.n_threads,
         n_gpu_layers=tr.n_gpu_layers,
+        beta=tr.beta if tr.engine == "ssbd" else None,
+        reuse_prefix=tr.reuse_prefix,
+        draft_mask_k=settings.captions.mask_k if settings.captions.mask_mode == "draft" else 0,
     )
     return LlamaTranslator(path, options)

@@ -109,7 +109,8 @@ class CaptionPipeline:
         self.out_dir = out_dir
         self.realtime = realtime
         target = settings.translation.target if translator is not None else None
-        self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target)
+        display_k = settings.captions.mask_k if settings.captions.mask_mode == "display" else 0
+        self.policy = CaptionPolicy(display_k, settings.asr.language, target)
         self._lock = threading.Lock()  # guards policy, journal and listener calls
         self._stop = threading.Event()
         self._t0 = 0.0
@@ -290,6 +291,7 @@ class CaptionPipeline:
             "translation": None,
             "normalized_erasure": policy.metrics(),
             "mask_k": self.settings.captions.mask_k,
+            "mask_mode": self.settings.captions.mask_mode,
             "overflows": getattr(source, "overflows", 0),
             "errors": list(self._errors),
             "completed": interrupted is None and not self._stop.is_set(),
@@ -301,6 +303,9 @@ class CaptionPipeline:
                 "model": self.settings.translation.model,
                 "target": self.settings.translation.target,
                 "calls": self._streaming_translator.calls if self._streaming_translator else None,
+                "draft_tokens": self._streaming_translator.draft_tokens if self._streaming_translator else None,
+                "accepted_tokens": self._streaming_translator.accepted_tokens if self._streaming_translator else None,
+                "output_tokens": self._streaming_translator.output_tokens if self._streaming_translator else None,
                 "dropped_partials": self._worker.dropped_partials if self._worker else 0,
             }
         if self.realtime:

@@ -63,7 +63,9 @@ class TranslationSettings:
 
     target: str = field(default="de", metadata=_choices(*TARGET_LANGUAGES))
     model: str = "gemma-3-270m"
-    engine: str = field(default="ar", metadata=_choices("ar"))
+    engine: str = field(default="ssbd", metadata=_choices("ssbd", "ar"))
+    beta: float = field(default=0.2, metadata=_range(0.0, 1.0))
+    reuse_prefix: bool = True
     prompt_style: str = field(default="auto", metadata=_choices("auto", "few-shot", "chat"))
     n_gpu_layers: int = field(default=0, metadata=_range(-1, 999))
     n_threads: int = field(default=0, metadata=_range(0, 256))
@@ -74,6 +76,7 @@ class CaptionSettings:
     """What is shown and how steadily."""
 
     mask_k: int = field(default=3, metadata=_range(0, 10))
+    mask_mode: str = field(default="display", metadata=_choices("display", "draft"))
 
 
 @dataclass

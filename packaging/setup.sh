@@ -55,12 +55,24 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
       ${sudo:-} apt-get install -y -qq python3-venv >/dev/null; "$PY" -m venv .venv
     fi
   fi
-  say "installing pinned dependencies (llama-cpp-python compiles the first time: several minutes)"
+  say "installing pinned dependencies"
   pip_log=.venv/pip-install.log
   pip() { .venv/bin/python -m pip "$@" --disable-pip-version-check >>"$pip_log" 2>&1 || {
             tail -n 30 "$pip_log" >&2; say "pip failed; the full log is in $pip_log"; exit 1; }; }
   : > "$pip_log"
   pip install --upgrade pip wheel
+  # llama-cpp-python is built from source once, with llama.cpp's llamafile kernels off: their
+  # tile shapes depend on the batch size, which would make speculative verification differ
+  # from plain decoding (see core/translate/llama_runner.py). Extra CMAKE_ARGS (e.g. CUDA,
+  # Metal) are passed on. The wheel is kept in .cache/wheels, so this happens once.
+  llama_pin=$(grep -i '^llama[-_]cpp[-_]python==' requirements.lock)
+  llama_args="-DGGML_LLAMAFILE=OFF ${CMAKE_ARGS:-}"
+  wheel_dir=.cache/wheels/$(printf '%s %s' "$llama_pin" "$llama_args" | sha256sum | cut -c1-12)
+  if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    say "building llama-cpp-python with $llama_args (several minutes, once)"
+    CMAKE_ARGS="$llama_args" pip wheel --no-deps --no-binary llama-cpp-python --no-cache-dir "$llama_pin" -w "$wheel_dir"
+  fi
+  pip install --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
   pip install -r requirements.lock
   pip install --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"

@@ -8,7 +8,9 @@ any prefix (``llama_memory_seq_rm``) to reuse what did not change.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,49 @@ def _route_native_log() -> None:
     llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
+# llama.cpp's CPU matmul gives a token different numerics depending on the batch it is
+# evaluated in (measured on Gemma 3 270M: logits up to 1.8 apart, enough to change greedy
+# tokens). Speculative decoding must nevertheless reproduce plain decoding exactly, so:
+# - drafts are verified in calls of at most SMALL_CHUNK tokens: with the llamafile kernels
+#   off (our build) and weight repacking off (below), such calls give bit-identical logits
+#   to decoding one token at a time (measured for 2…7; 8 and more differ);
+# - prompts are always evaluated in calls of exactly PROMPT_CHUNK tokens aligned at
+#   multiples of PROMPT_CHUNK from position 0 (plus one call for the remainder), so a cached
+#   position was computed by the very call a fresh evaluation would make; only positions in
+#   complete chunks are reused across translations.
+PROMPT_CHUNK = 16
+SMALL_CHUNK = 7
+
+_params_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_weight_repacking():
+    """Load weights without llama.cpp's CPU repacking ("extra buffer types").
+
+    Repacked weights take a different kernel for groups of 4 rows than for single
+    rows, which would break the batch invariance speculative decoding relies on.
+    ``llama_cpp.Llama`` does not expose the flag, so the default model parameters
+    are adjusted while the model loads.
+    """
+    import llama_cpp.llama as llama_module
+
+    with _params_lock:
+        module = llama_module.llama_cpp
+        original = module.llama_model_default_params
+
+        def params():
+            p = original()
+            p.use_extra_bufts = False
+            return p
+
+        module.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            module.llama_model_default_params = original
+
+
 class LlamaRunner:
     """One model, one context, one sequence; not thread-safe (one owner thread)."""
 
@@ -54,15 +99,16 @@ class LlamaRunner:
         if not path.exists():
             raise ModelError(f"The translation model file {path} does not exist.")
         try:
-            self.llm = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_batch=512,
-                n_threads=n_threads or max(1, os.cpu_count() or 1),
-                n_gpu_layers=n_gpu_layers,
-                logits_all=False,
-                verbose=False,
-            )
+            with _without_weight_repacking():
+                self.llm = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_batch=512,
+                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    n_gpu_layers=n_gpu_layers,
+                    logits_all=False,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             logger.exception("loading GGUF %s failed", path)
             raise ModelError(
@@ -73,6 +119,7 @@ class LlamaRunner:
         self.n_ctx = self.llm.n_ctx()
         self.n_vocab = self.llm.n_vocab()
         self.tokens: list[int] = []  # tokens whose keys/values are in the cache
+        self._blocked = 0  # cached positions [0, _blocked) were computed as complete prompt chunks
         self.eos = self.llm.token_eos()
         self.metadata = dict(self.llm.metadata or {})
         self._newline_tokens: set[int] | None = None
@@ -86,36 +133,55 @@ class LlamaRunner:
         """Text of ``tokens``; incomplete UTF-8 at the end is dropped."""
         return self.llm.detokenize(tokens).decode("utf-8", errors="ignore")
 
+    def exact_reuse(self, n: int) -> int:
+        """The longest cached prefix (≤ n tokens) whose reuse keeps results bit-identical:
+        whole prompt chunks (see :data:`PROMPT_CHUNK`) only."""
+        n = min(n, self._blocked)
+        return n - n % PROMPT_CHUNK
+
     def truncate(self, n: int) -> None:
         """Keep only the first ``n`` cached tokens (roll the KV cache back)."""
         if n < len(self.tokens):
             self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
             del self.tokens[n:]
+        self._blocked = min(self._blocked, n)
 
-    def eval(self, tokens: list[int], all_logits: bool = False) -> np.ndarray:
-        """Append ``tokens`` to the cache; return logits of the last one, or of every one.
+    def eval(self, tokens: list[int], logits_from: int | None = None, chunk: int | None = None) -> np.ndarray:
+        """Append ``tokens`` to the cache and return logits.
 
-        Returns shape ``(n_vocab,)`` or ``(len(tokens), n_vocab)`` (a copy).
+        By default the logits of the last token, shape ``(n_vocab,)``. With
+        ``logits_from=i``, the logits of ``tokens[i:]``, shape
+        ``(len(tokens) - i, n_vocab)``: only those rows are computed and copied,
+        which matters with large vocabularies (Gemma 3: 262k). ``chunk`` caps the
+        tokens per decode call (see :data:`SMALL_CHUNK`).
         """
         if not tokens:
             raise ValueError("nothing to evaluate")
         if len(self.tokens) + len(tokens) > self.n_ctx:
             raise ModelError(f"The translation context is full ({self.n_ctx} tokens).")
         llm = self.llm
-        n_batch = llm.n_batch
+        n_batch = min(llm.n_batch, chunk or llm.n_batch)
+        want_from = len(tokens) - 1 if logits_from is None else logits_from
         rows: list[np.ndarray] = []
         for i in range(0, len(tokens), n_batch):
             batch = tokens[i:i + n_batch]
-            last_batch = i + n_batch >= len(tokens)
-            llm._batch.set_batch(batch=batch, n_past=len(self.tokens), logits_all=all_logits)
+            llm._batch.set_batch(batch=batch, n_past=len(self.tokens), logits_all=False)
+            flags = llm._batch.batch.logits
+            n_out = 0
+            for j in range(len(batch)):
+                wanted = i + j >= want_from
+                flags[j] = wanted
+                n_out += wanted
             llm._ctx.decode(llm._batch)
+            start = len(self.tokens)
+            if start == self._blocked and len(batch) == PROMPT_CHUNK and chunk == PROMPT_CHUNK:
+                self._blocked = start + PROMPT_CHUNK
             self.tokens.extend(batch)
             self.evaluated += len(batch)
-            if all_logits:
-                rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), self.n_vocab)).copy())
-            elif last_batch:
-                rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(1, self.n_vocab))[0].copy())
-        return np.concatenate(rows, axis=0) if all_logits else rows[-1]
+            if n_out:
+                rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_out, self.n_vocab)).copy())
+        out = np.concatenate(rows, axis=0)
+        return out[-1] if logits_from is None else out
 
     def is_stop(self, token: int) -> bool:
         """End of generation: end-of-sequence, end-of-turn or a newline."""

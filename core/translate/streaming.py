@@ -14,7 +14,7 @@ class Translator(Protocol):
 
     name: str
 
-    def translate(self, source: str) -> TranslationResult: ...
+    def translate(self, source: str, draft: list[int] | None = None) -> TranslationResult: ...
 
 
 @dataclass
@@ -38,13 +38,30 @@ class TranslationUpdate:
 
 
 class StreamingTranslator:
-    """Keeps one partial translation per unfinished sentence; freezes finished ones."""
+    """Keeps one partial translation per unfinished sentence; freezes finished ones.
+
+    The previous translation of the growing sentence is passed as the draft of
+    the next one (SSBD verifies it; the plain AR engine ignores it), and the
+    last partial translation of a sentence is the draft of its final one.
+    """
 
     def __init__(self, translator: Translator) -> None:
         self.translator = translator
         self._last_partial_source = ""
         self._last_partial = ""
+        self._draft: list[int] = []
         self.calls = 0
+        self.draft_tokens = 0
+        self.accepted_tokens = 0
+        self.output_tokens = 0
+
+    def _run(self, source: str) -> TranslationResult:
+        result = self.translator.translate(source, self._draft)
+        self.calls += 1
+        self.draft_tokens += result.draft_tokens
+        self.accepted_tokens += result.accepted_tokens
+        self.output_tokens += len(result.tokens)
+        return result
 
     def update(self, asr: CaptionUpdate) -> TranslationUpdate | None:
         """Translate what changed in ``asr``; None if nothing did."""
@@ -55,20 +72,21 @@ class StreamingTranslator:
         frozen: list[FrozenTranslation] = []
         results: list[TranslationResult] = []
         for sentence in sentences:
-            result = self.translator.translate(sentence.text)
-            self.calls += 1
+            result = self._run(sentence.text)
+            self._draft = []  # the next sentence starts without a draft
             results.append(result)
             frozen.append(FrozenTranslation(sentence, result.text))
         partial_changed = partial_source != self._last_partial_source
         if partial_changed:
             self._last_partial_source = partial_source
             if partial_source:
-                result = self.translator.translate(partial_source)
-                self.calls += 1
+                result = self._run(partial_source)
+                self._draft = result.tokens
                 results.append(result)
                 self._last_partial = result.text
             else:
                 self._last_partial = ""
+                self._draft = []
         if not frozen and not partial_changed:
             return None
         compute = sum(r.seconds for r in results)  # model time, without waits for the compute gate

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from .. import logger
 from ..compute import COMPUTE_GATE
 from ..errors import ModelError, TranslationError
-from .llama_runner import LlamaRunner
+from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
 from .prompts import chat_messages, few_shot_prompt
 
 
@@ -32,6 +32,9 @@ class TranslatorOptions:
     n_threads: int = 0
     n_gpu_layers: int = 0
     max_new_tokens: int = 160
+    beta: float | None = None  # None: plain greedy (AR); a number: SSBD with this bias
+    reuse_prefix: bool = False  # keep the KV cache of the unchanged prompt prefix across calls
+    draft_mask_k: int = 0  # SSBD "+mask-k": drop the last k draft tokens before verifying
 
 
 @dataclass
@@ -44,6 +47,10 @@ class TranslationResult:
     prompt_tokens: int
     evaluated_tokens: int
     seconds: float
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    reused_tokens: int = 0
+    gaps: list[float] = field(default_factory=list)  # top-1 minus top-2 logit of each output token
 
 
 def repetition_span(tokens: list[int], repeats: int = 3, max_span: int = 16) -> int:
@@ -65,6 +72,45 @@ def repetition_span(tokens: list[int], repeats: int = 3, max_span: int = 16) -> 
     return 0
 
 
+@dataclass
+class _Step:
+    """What one decoding produced and what it reused."""
+
+    tokens: list[int] = field(default_factory=list)
+    gaps: list[float] = field(default_factory=list)
+    reused: int = 0
+    draft: int = 0
+    accepted: int = 0
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _top2_gap(logits: np.ndarray) -> float:
+    """Difference between the two largest logits (small = a near-tie)."""
+    top = np.partition(logits, -2)[-2:]
+    return float(top[1] - top[0])
+
+
+def _accepts(logits: np.ndarray, draft_token: int, beta: float) -> bool:
+    """True when ``draft_token`` is the argmax of (1-β)·softmax(logits) + β·onehot(draft)."""
+    if beta <= 0.0:
+        return int(np.argmax(logits)) == draft_token
+    if beta >= 1.0:
+        return True
+    z = logits - logits.max()
+    p = np.exp(z)
+    p /= p.sum()
+    p_draft = (1.0 - beta) * p[draft_token] + beta
+    p[draft_token] = -1.0
+    return p_draft >= (1.0 - beta) * p.max()
+
+
 def _resolve_style(runner: LlamaRunner, style: str) -> str:
     if style != "auto":
         return style
@@ -82,7 +128,9 @@ class LlamaTranslator:
         self.options = options or TranslatorOptions()
         self.runner = LlamaRunner(model_path, self.options.n_ctx, self.options.n_threads, self.options.n_gpu_layers)
         self.style = _resolve_style(self.runner, self.options.prompt_style)
-        self.name = f"llama-ar:{Path(model_path).name}"
+        kind = "ar" if self.options.beta is None else f"ssbd(beta={self.options.beta:g})"
+        reuse = "+kv" if self.options.reuse_prefix else ""
+        self.name = f"llama-{kind}{reuse}:{Path(model_path).name}"
         self._chat_formatter = None
         if self.style == "chat":
             self._chat_formatter = self._make_chat_formatter()
@@ -117,47 +165,143 @@ class LlamaTranslator:
             tokens = tokens[1:]
         return tokens
 
-    def translate(self, source: str) -> TranslationResult:
-        """Translate one sentence (or sentence prefix) greedily, from scratch."""
-        source = " ".join(source.split())
-        t0 = time.perf_counter()
+    def translate(self, source: str, draft: list[int] | None = None) -> TranslationResult:
+        """Translate one sentence (or sentence prefix).
+
+        With ``options.beta`` None this is plain greedy decoding and ``draft`` is
+        ignored; otherwise ``draft`` (usually the previous translation's tokens)
+        is verified with self-speculative biased decoding (see :meth:`_generate_ssbd`).
+        """
+        # Text that is not valid Unicode (lone surrogates from a bad decode) is repaired, not fatal.
+        source = " ".join(source.encode("utf-8", "replace").decode("utf-8").split())
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
         prompt = self.prompt_tokens(source)
         budget = self.runner.n_ctx - len(prompt)
         max_new = min(self.options.max_new_tokens, 2 * len(self.runner.tokenize(source)) + 16)
         if budget < max_new + 1:
-            return self._translate_long(source, t0)
+            return self._translate_long(source, time.perf_counter())
         start_eval = self.runner.evaluated
         try:
             with COMPUTE_GATE:
                 t0 = time.perf_counter()  # compute time only, not the wait for the gate
-                out = self._generate(prompt, max_new)
+                if self.options.beta is None:
+                    step = self._generate_ar(prompt, max_new)
+                else:
+                    step = self._generate_ssbd(prompt, max_new, list(draft or []))
+                seconds = time.perf_counter() - t0
         except ModelError:
             raise
         except Exception as exc:
             logger.exception("translation of %r failed", source)
             raise TranslationError(f"The translator failed ({exc}).") from exc
-        text = self.runner.detokenize(out).strip()
-        return TranslationResult(source, text, out, len(prompt), self.runner.evaluated - start_eval,
-                                 time.perf_counter() - t0)
+        text = self.runner.detokenize(step.tokens).strip()
+        return TranslationResult(
+            source, text, step.tokens, len(prompt), self.runner.evaluated - start_eval, seconds,
+            draft_tokens=step.draft, accepted_tokens=step.accepted, reused_tokens=step.reused, gaps=step.gaps,
+        )
 
-    def _generate(self, prompt: list[int], max_new: int) -> list[int]:
-        """Greedy decoding from scratch: clear the cache, evaluate the prompt, pick argmax until a stop."""
-        self.runner.truncate(0)
-        logits = self.runner.eval(prompt)
-        out: list[int] = []
-        for _ in range(max_new):
+    # -- decoding ------------------------------------------------------------------------------
+    def _start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
+        """Put ``prompt`` in the cache, reusing the cached common prefix if enabled.
+
+        Returns the logits of the last prompt token and how many prompt tokens
+        were reused. Prompts go in aligned chunks (see ``llama_runner``), so the
+        logits are bit-identical to evaluating the prompt from scratch.
+        """
+        runner = self.runner
+        keep = 0
+        if self.options.reuse_prefix:
+            # re-run at least the last prompt token, for its logits
+            keep = runner.exact_reuse(min(_common_prefix(runner.tokens, prompt), len(prompt) - 1))
+        runner.truncate(keep)
+        return runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
+
+    def _generate_ar(self, prompt: list[int], max_new: int) -> "_Step":
+        """Plain greedy decoding: argmax until a stop token, a newline or a loop."""
+        logits, reused = self._start(prompt)
+        step = _Step(reused=reused)
+        self._greedy(logits, step, max_new)
+        return step
+
+    def _greedy(self, logits: np.ndarray, step: "_Step", max_new: int) -> None:
+        """Continue greedily from ``logits`` (the cache holds everything before them)."""
+        while len(step.tokens) < max_new:
             token = int(np.argmax(logits))
-            if self.runner.is_stop(token):
+            if self.runner.is_stop(token) or not self._append(step, token, logits):
+                return
+            if len(step.tokens) < max_new:
+                logits = self.runner.eval([token])
+
+    @staticmethod
+    def _append(step: "_Step", token: int, logits: np.ndarray) -> bool:
+        """Add an output token; False when it closed a repetition loop (which is cut off)."""
+        step.tokens.append(token)
+        step.gaps.append(_top2_gap(logits))
+        loop = repetition_span(step.tokens)
+        if loop:
+            keep = len(step.tokens) - 2 * loop  # keep the first occurrence only
+            del step.tokens[keep:]
+            del step.gaps[keep:]
+            step.accepted = min(step.accepted, keep)
+            return False
+        return True
+
+    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int]) -> "_Step":
+        """Self-speculative biased decoding (SSBD, Algorithm 1).
+
+        The draft is appended to the prompt and verified in batched forward passes
+        with logits for every draft position (one pass per chunk of 7 tokens, which
+        keeps them bit-identical to one-by-one decoding). Position j is accepted while the draft
+        token is the argmax of P' = (1-β)·softmax(logits) + β·onehot(draft_j).
+        At the first disagreement the model's own token is taken (the argmax of
+        P' is then the argmax of P), the KV cache is rolled back to just after the
+        accepted prefix, and plain greedy decoding continues. β = 0 accepts exactly
+        what greedy decoding would produce.
+        """
+        opts = self.options
+        if opts.draft_mask_k:
+            draft = draft[: max(0, len(draft) - opts.draft_mask_k)]
+        draft = draft[:max_new]
+        if not draft:
+            return self._generate_ar(prompt, max_new)
+        logits, reused = self._start(prompt)  # predicts draft[0]
+        step = _Step(reused=reused, draft=len(draft))
+        beta = float(opts.beta or 0.0)
+        # Verify chunk by chunk (at most SMALL_CHUNK tokens per pass, bit-identical to one-by-one
+        # decoding); a chunk is evaluated only once its first token is accepted, and verification
+        # stops at the first rejection, so no pass is spent on a draft tail already refuted.
+        pos = 0
+        while pos < len(draft):
+            if not _accepts(logits, draft[pos], beta):
                 break
-            out.append(token)
-            loop = repetition_span(out)
-            if loop:
-                del out[len(out) - 2 * loop:]  # keep the first occurrence only
+            chunk = draft[pos:pos + SMALL_CHUNK]
+            rows = self.runner.eval(chunk, logits_from=0, chunk=SMALL_CHUNK)  # rows[i] follows chunk[i]
+            rejected = False
+            for i, d in enumerate(chunk):
+                row = logits if i == 0 else rows[i - 1]
+                if i > 0 and not _accepts(row, d, beta):
+                    logits, rejected = row, True
+                    break
+                step.accepted += 1
+                if not self._append(step, d, row):
+                    self.runner.truncate(len(prompt) + len(step.tokens))
+                    return step
+            if rejected:
                 break
-            logits = self.runner.eval([token])
-        return out
+            logits = rows[len(chunk) - 1]
+            pos += len(chunk)
+        next_logits = logits
+        # Roll the cache back to prompt + accepted prefix; what follows is plain greedy.
+        self.runner.truncate(len(prompt) + len(step.tokens))
+        if len(step.tokens) >= max_new:
+            return step
+        token = int(np.argmax(next_logits))
+        if self.runner.is_stop(token) or not self._append(step, token, next_logits):
+            return step
+        if len(step.tokens) < max_new:
+            self._greedy(self.runner.eval([token]), step, max_new)
+        return step
 
     def _translate_long(self, source: str, t0: float) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""

@@ -1,0 +1,298 @@
+"""`sotto bench translate`: SSBD vs autoregressive re-translation on NTREX-128, lag-3 streaming.
+
+Each source sentence is fed as growing prefixes of 3, 6, 9 … words and then in
+full; every prefix is re-translated, with the previous translation as the
+draft (SSBD) or from scratch (AR). All configurations run in one process, one
+after the other, on the same model and runtime, so ratios are side by side.
+
+Tables (shaped like the SSBD paper's):
+  2 — AR vs SSBD β=0.2, with and without KV-prefix reuse: chrF, BLEU, NE, A/D, A/O, TPS, speedup
+  3 — β sweep 0 … 1.0
+  4 — mask-k 3 and 5, in the draft vs display-only
+
+Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--json FILE] [--write-docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NTREX = ROOT.parent / "shared" / "data" / "mt" / "ntrex128"
+DOCS = ROOT / "docs" / "BENCHMARKS.md"
+REF_FILES = {"de": "newstest2019-ref.deu.txt", "ja": "newstest2019-ref.jpn.txt", "zh": "newstest2019-ref.zho-CN.txt"}
+BEGIN, END = "<!-- translate:begin -->", "<!-- translate:end -->"
+
+
+@dataclass
+class Config:
+    """One translator setting in the benchmark."""
+
+    name: str
+    beta: float | None  # None: autoregressive
+    reuse: bool = False
+    draft_mask_k: int = 0
+    display_mask_k: int = 0
+
+
+@dataclass
+class Run:
+    """What one configuration produced over the sentences."""
+
+    config: Config
+    seconds: float = 0.0
+    output_tokens: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    evaluated_tokens: int = 0
+    erased_out: int = 0
+    erased_disp: int = 0
+    final_len: int = 0
+    finals: list[str] = field(default_factory=list)
+    outputs: list[list[int]] = field(default_factory=list)  # every update's tokens, in order
+    gaps: list[list[float]] = field(default_factory=list)
+    sentence_seconds: list[float] = field(default_factory=list)
+
+
+def prefixes(sentence: str, lag: int = 3) -> list[str]:
+    """Growing source prefixes, ``lag`` words at a time, ending with the whole sentence."""
+    words = sentence.split()
+    out = [" ".join(words[:i]) for i in range(lag, len(words), lag)]
+    return out + [sentence]
+
+
+def run_config(translator, config: Config, sources: list[str], lang: str) -> Run:
+    """Translate every prefix of every sentence with ``config``."""
+    from core.captions.metrics import erasure, tokenize
+    from core.captions.policy import mask_tokens
+
+    opts = translator.options
+    opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
+    run = Run(config)
+    for sentence in sources:
+        draft: list[int] = []
+        prev_out: list[str] | None = None
+        prev_disp: list[str] | None = None
+        t_sentence = 0.0
+        steps = prefixes(sentence)
+        for i, prefix in enumerate(steps):
+            result = translator.translate(prefix, draft)
+            draft = result.tokens
+            t_sentence += result.seconds
+            run.output_tokens += len(result.tokens)
+            run.draft_tokens += result.draft_tokens
+            run.accepted_tokens += result.accepted_tokens
+            run.evaluated_tokens += result.evaluated_tokens
+            run.outputs.append(result.tokens)
+            run.gaps.append(result.gaps)
+            final = i == len(steps) - 1
+            out_tokens = tokenize(result.text, lang)
+            shown = result.text if final else mask_tokens(result.text, config.display_mask_k, lang)[0]
+            disp_tokens = tokenize(shown, lang)
+            if prev_out is not None:
+                run.erased_out += erasure(prev_out, out_tokens)
+                run.erased_disp += erasure(prev_disp, disp_tokens)
+            prev_out, prev_disp = out_tokens, disp_tokens
+        run.final_len += len(prev_out or [])
+        run.finals.append(translator.runner.detokenize(draft).strip())
+        run.seconds += t_sentence
+        run.sentence_seconds.append(t_sentence)
+    return run
+
+
+def scores(run: Run, refs: list[str], lang: str) -> dict:
+    """chrF, BLEU and the streaming metrics of one run."""
+    import sacrebleu
+
+    tokenize = {"zh": "zh", "ja": "char"}.get(lang, "13a")
+    return {
+        "chrf": round(sacrebleu.corpus_chrf(run.finals, [refs]).score, 2),
+        "bleu": round(sacrebleu.corpus_bleu(run.finals, [refs], tokenize=tokenize).score, 2),
+        "ne": round(run.erased_out / max(run.final_len, 1), 3),
+        "ne_display": round(run.erased_disp / max(run.final_len, 1), 3),
+        "a_d": round(run.accepted_tokens / run.draft_tokens, 3) if run.draft_tokens else None,
+        "a_o": round(run.accepted_tokens / max(run.output_tokens, 1), 3),
+        "tps": round(run.output_tokens / max(run.seconds, 1e-9), 1),
+        "seconds": round(run.seconds, 2),
+        "evaluated_tokens": run.evaluated_tokens,
+    }
+
+
+def identity(reference: Run, other: Run, tie_gap: float = 1e-3) -> dict:
+    """Compare β=0 SSBD with greedy AR token by token; list every divergence with its top-2 logit gap."""
+    divergences = []
+    for update, (a, b) in enumerate(zip(reference.outputs, other.outputs)):
+        if a == b:
+            continue
+        pos = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        gap = reference.gaps[update][pos] if pos < len(reference.gaps[update]) else None
+        divergences.append({"update": update, "position": pos, "top2_gap": gap,
+                            "near_tie": gap is not None and gap <= tie_gap})
+    n = len(reference.outputs)
+    return {"identical_fraction": round((n - len(divergences)) / n, 4) if n else 1.0,
+            "identical": not divergences, "divergences": divergences}
+
+
+def bench_language(translator, lang: str, n_main: int, n_side: int) -> dict:
+    src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()
+    ref = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()
+    translator.options.target_lang = lang
+    main_src, main_ref = src[:n_main], ref[:n_main]
+    side_src, side_ref = src[:n_side], ref[:n_side]
+    translator.translate(main_src[0])  # warm-up (first-call allocations)
+    log = lambda msg: print(f"[{lang}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+
+    table2_cfgs = [
+        Config("AR (re-translate from scratch)", None),
+        Config("AR + KV-prefix reuse", None, reuse=True),
+        Config("SSBD β=0.2", 0.2, display_mask_k=3),
+        Config("SSBD β=0.2 + KV-prefix reuse", 0.2, reuse=True, display_mask_k=3),
+        Config("SSBD β=0 (lossless check)", 0.0),
+    ]
+    runs: dict[str, Run] = {}
+    table2 = []
+    for cfg in table2_cfgs:
+        runs[cfg.name] = run = run_config(translator, cfg, main_src, lang)
+        row = {"config": cfg.name, **scores(run, main_ref, lang)}
+        table2.append(row)
+        log(f"{cfg.name}: {row['seconds']} s, chrF {row['chrf']}, NE {row['ne']}")
+    ar = runs[table2_cfgs[0].name]
+    for row in table2:
+        row["speedup"] = round(ar.seconds / max(row["seconds"], 1e-9), 2)
+    ident = identity(ar, runs["SSBD β=0 (lossless check)"])
+
+    ar_side = sum(ar.sentence_seconds[:n_side])
+    table3 = []
+    for beta in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 1.0):
+        run = run_config(translator, Config(f"β={beta:g}", beta), side_src, lang)
+        row = {"beta": beta, **scores(run, side_ref, lang)}
+        row["speedup"] = round(ar_side / max(run.seconds, 1e-9), 2)
+        table3.append(row)
+        log(f"β={beta}: {row['seconds']} s, NE {row['ne']}")
+    table4 = []
+    for k in (3, 5):
+        for mode in ("draft", "display"):
+            cfg = Config(f"mask-{k} {mode}", 0.2, draft_mask_k=k if mode == "draft" else 0,
+                         display_mask_k=k if mode == "display" else 0)
+            run = run_config(translator, cfg, side_src, lang)
+            row = {"mask_k": k, "mode": mode, **scores(run, side_ref, lang)}
+            row["speedup"] = round(ar_side / max(run.seconds, 1e-9), 2)
+            table4.append(row)
+            log(f"mask-{k} {mode}: NE shown {row['ne_display']}")
+    return {"lang": lang, "sentences": n_main, "side_sentences": n_side, "table2": table2, "table3": table3,
+            "table4": table4, "beta0": ident}
+
+
+def summary_json(result: dict) -> dict:
+    """The flat JSON object of the issue's acceptance check (first language)."""
+    first = result["languages"][0]
+    t2 = {row["config"]: row for row in first["table2"]}
+    ar, ar_kv = t2["AR (re-translate from scratch)"], t2["AR + KV-prefix reuse"]
+    ssbd, ssbd_kv = t2["SSBD β=0.2"], t2["SSBD β=0.2 + KV-prefix reuse"]
+    return {
+        "lang": first["lang"],
+        "speedup_beta_0_2": ssbd["speedup"],
+        "speedup_beta_0_2_kvreuse": ssbd_kv["speedup"],
+        "speedup_ar_kvreuse": ar_kv["speedup"],
+        "ne_ar": ar["ne"],
+        "ne_ssbd": ssbd["ne"],
+        "ne_display_mask3": ssbd["ne_display"],
+        "a_d": ssbd["a_d"],
+        "a_o": ssbd["a_o"],
+        "chrf_ar": ar["chrf"],
+        "chrf_ssbd": ssbd["chrf"],
+        "beta0_identical": first["beta0"]["identical"],
+        "beta0_identical_fraction": first["beta0"]["identical_fraction"],
+        "beta0_divergences": first["beta0"]["divergences"],
+        "machine": result["machine"],
+        "model": result["model"],
+    }
+
+
+def markdown(result: dict, command: str) -> str:
+    lines = [BEGIN, f"Measured {result['date']} on {result['machine']}, model `{result['model']}`, "
+             f"llama.cpp on the CPU. Reproduce: `{command}`", ""]
+    for lang in result["languages"]:
+        l = lang["lang"]
+        lines += [f"**English → {l}**, {lang['sentences']} NTREX sentences, lag-3 prefixes (Table 2); "
+                  f"Tables 3–4 on the first {lang['side_sentences']}.", "",
+                  "| configuration | chrF | BLEU | NE | NE shown (mask-3) | A/D | A/O | TPS | seconds | speedup |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in lang["table2"]:
+            shown = f"{r['ne_display']:.3f}" if "SSBD β=0.2" in r["config"] else "–"
+            ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
+            lines.append(f"| {r['config']} | {r['chrf']} | {r['bleu']} | {r['ne']:.3f} | {shown} | {ad} | "
+                         f"{r['a_o']:.3f} | {r['tps']} | {r['seconds']} | {r['speedup']}× |")
+        b0 = lang["beta0"]
+        ties = sum(d["near_tie"] for d in b0["divergences"])
+        lines += ["", f"β = 0 vs greedy AR: {b0['identical_fraction']:.1%} of updates identical token for token; "
+                  f"{len(b0['divergences'])} divergences, {ties} of them near-ties (top-2 gap ≤ 0.001).", "",
+                  "| β | chrF | NE | A/D | A/O | speedup |", "|---:|---:|---:|---:|---:|---:|"]
+        for r in lang["table3"]:
+            ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
+            lines.append(f"| {r['beta']:g} | {r['chrf']} | {r['ne']:.3f} | {ad} | {r['a_o']:.3f} | {r['speedup']}× |")
+        lines += ["", "| mask-k | where | chrF | NE of model output | NE shown | speedup |", "|---:|---|---:|---:|---:|---:|"]
+        for r in lang["table4"]:
+            lines.append(f"| {r['mask_k']} | {'in the draft' if r['mode'] == 'draft' else 'display only'} | "
+                         f"{r['chrf']} | {r['ne']:.3f} | {r['ne_display'] if r['mode'] == 'display' else r['ne']:.3f} | "
+                         f"{r['speedup']}× |")
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sotto bench translate", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="30 sentences, English→German (under 10 minutes)")
+    parser.add_argument("--model", default="gemma-3-270m", help="translation model: name, hf: reference or .gguf path")
+    parser.add_argument("--langs", default=None, help="comma-separated targets (default de; de,ja,zh without --quick)")
+    parser.add_argument("--sentences", type=int, default=None)
+    parser.add_argument("--json", help="write the summary JSON object here")
+    parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    from core.models import ModelStore
+    from core.translate import LlamaTranslator, TranslatorOptions
+
+    langs = (args.langs or ("de" if args.quick else "de,ja,zh")).split(",")
+    n_main = args.sentences or (30 if args.quick else 100)
+    n_side = max(1, n_main // 5) if args.quick else max(1, n_main // 4)
+    store = ModelStore()
+    translator = LlamaTranslator(store.resolve(args.model), TranslatorOptions(target_lang=langs[0]))
+    t0 = time.time()
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "model": args.model,
+        "languages": [bench_language(translator, lang, n_main, n_side) for lang in langs],
+    }
+    translator.close()
+    result["wall_seconds"] = round(time.time() - t0, 1)
+    command = "sotto bench translate" + (" --quick" if args.quick else "") + \
+        (f" --langs {args.langs}" if args.langs else "") + (f" --sentences {args.sentences}" if args.sentences else "") + \
+        ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs"
+    table = markdown(result, command)
+    print(table)
+    flat = summary_json(result)
+    print(json.dumps({k: v for k, v in flat.items() if k != "beta0_divergences"}, ensure_ascii=False))
+    if args.json:
+        Path(args.json).write_text(json.dumps({**flat, "full": result}, indent=2, ensure_ascii=False))
+    if args.write_docs:
+        text = DOCS.read_text(encoding="utf-8")
+        if BEGIN in text:
+            start, end = text.index(BEGIN), text.index(END) + len(END)
+            text = text[:start] + table + text[end:]
+        else:
+            text += "\n## Translation: SSBD vs autoregressive re-translation\n\n" + table + "\n"
+        DOCS.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Self-speculative biased decoding with the real Gemma 3 270M on real NTREX sentences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.translate import Config, identity, prefixes, run_config
+from core.asr.types import Sentence
+from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
+
+TIE_GAP = 1e-3  # a divergence counts as a floating-point near-tie only below this top-2 logit gap
+
+
+@pytest.fixture(scope="module")
+def tr(store):
+    translator = LlamaTranslator(store.resolve("gemma-3-270m"), TranslatorOptions(target_lang="de"))
+    yield translator
+    translator.close()
+
+
+@pytest.fixture(scope="module")
+def ntrex(shared):
+    return (shared / "mt" / "ntrex128" / "newstest2019-src.eng.txt").read_text().splitlines()
+
+
+def _use(tr, beta=None, reuse=False, mask=0):
+    tr.options.beta, tr.options.reuse_prefix, tr.options.draft_mask_k = beta, reuse, mask
+    return tr
+
+
+def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
+    sources = ntrex[:4]
+    ar = run_config(tr, Config("ar", None), sources, "de")
+    for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True), Config("ar+kv", None, reuse=True)):
+        other = run_config(tr, cfg, sources, "de")
+        report = identity(ar, other, TIE_GAP)
+        for d in report["divergences"]:
+            print(f"{cfg.name}: update {d['update']} diverges at token {d['position']}, top-2 gap {d['top2_gap']}")
+        assert all(d["near_tie"] for d in report["divergences"]), (cfg.name, report["divergences"])
+        assert report["identical_fraction"] >= 0.9, (cfg.name, report["identical_fraction"])
+    assert ar.draft_tokens == 0
+
+
+def test_beta_one_accepts_the_whole_draft(tr):
+    _use(tr)
+    junk = tr.translate("Das ist ein ganz anderer Satz über das Wetter.").tokens  # unrelated draft
+    result = _use(tr, beta=1.0).translate("The meeting starts at nine.", junk)
+    assert result.accepted_tokens == result.draft_tokens == len(junk)
+    assert result.tokens[: len(junk)] == junk
+
+
+def test_acceptance_counts_on_hand_checked_drafts(tr):
+    source = "The government announced new rules for schools on Monday."
+    greedy = _use(tr).translate(source).tokens
+    assert len(greedy) > 4
+    # the greedy output itself as the draft: everything accepted, nothing more generated (A/D = A/O = 1)
+    same = _use(tr, beta=0.0).translate(source, greedy)
+    assert same.tokens == greedy and same.accepted_tokens == len(greedy) == same.draft_tokens
+    # a draft that is right for 3 tokens and then wrong: exactly 3 accepted, output still greedy
+    wrong = greedy[:3] + [greedy[3] + 1] + greedy[4:]
+    fixed = _use(tr, beta=0.0).translate(source, wrong)
+    assert fixed.accepted_tokens == 3 and fixed.draft_tokens == len(wrong)
+    assert fixed.tokens == greedy
+    # in-draft mask-k drops the last k draft tokens before verification
+    masked = _use(tr, beta=0.0, mask=2).translate(source, greedy)
+    assert masked.draft_tokens == len(greedy) - 2 and masked.accepted_tokens == len(greedy) - 2
+    assert masked.tokens == greedy
+
+
+def test_rollback_then_continue_equals_fresh_evaluation(tr):
+    from core.translate.llama_runner import PROMPT_CHUNK, SMALL_CHUNK
+
+    runner = _use(tr).runner
+    prompt = tr.prompt_tokens("The weather is cold today.")
+    draft = runner.tokenize(" Das Wetter ist heute kalt und nass und windig")
+    runner.truncate(0)
+    runner.eval(prompt, chunk=PROMPT_CHUNK)
+    runner.eval(draft, logits_from=0, chunk=SMALL_CHUNK)  # verification passes, as SSBD runs them
+    k = 3
+    runner.truncate(len(prompt) + k)  # roll back after 3 draft tokens
+    assert runner.tokens == prompt + draft[:k]
+    continued = runner.eval([draft[k]])
+    # plain decoding of the same prefix: fresh prompt, then one token at a time
+    runner.truncate(0)
+    runner.eval(prompt, chunk=PROMPT_CHUNK)
+    for token in draft[: k + 1]:
+        fresh = runner.eval([token])
+    np.testing.assert_array_equal(continued, fresh)
+
+
+def test_kv_prefix_reuse_evaluates_only_what_changed(tr):
+    _use(tr, reuse=True)
+    first = tr.translate("The council met on Tuesday")
+    second = tr.translate("The council met on Tuesday to discuss")
+    assert second.reused_tokens > 0.8 * first.prompt_tokens
+    assert second.evaluated_tokens < second.prompt_tokens
+    _use(tr)
+
+
+def test_streaming_translator_drafts_from_previous_translation(tr, ntrex):
+    _use(tr, beta=0.2, reuse=True)
+    st = StreamingTranslator(tr)
+    sentence = ntrex[0]
+    steps = prefixes(sentence)
+    for p in steps[:-1]:
+        st.translate([], p, 0.0)
+    update = st.translate([Sentence(0, sentence, 0.0, 5.0)], "", 5.0)
+    assert update.frozen and update.frozen[0].text
+    assert st.draft_tokens > 0 and 0 < st.accepted_tokens <= st.draft_tokens
+    assert st.accepted_tokens <= st.output_tokens
+    _use(tr)
+
+
+def test_empty_and_non_utf8_sources(tr):
+    assert _use(tr, beta=0.2).translate("", [1, 2, 3]).tokens == []
+    broken = b"caf\xe9 au lait is served at nine".decode("utf-8", "surrogateescape")  # not valid UTF-8
+    result = tr.translate(broken)
+    assert result.text and "\udce9" not in result.text
+    _use(tr)
