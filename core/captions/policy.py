@@ -11,10 +11,13 @@ model output and of the displayed text, for source and translation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..asr.types import CaptionUpdate, Sentence
-from ..translate.streaming import TranslationUpdate
 from .metrics import ErasureMeter, tokenize
+
+if TYPE_CHECKING:  # the translator imports captions.metrics; avoid the cycle at run time
+    from ..translate.streaming import TranslationUpdate
 
 
 @dataclass

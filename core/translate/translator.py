@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import logger
+from ..captions.metrics import common_prefix_len
 from ..compute import COMPUTE_GATE
 from ..errors import ModelError, TranslationError
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
@@ -81,14 +82,6 @@ class _Step:
     reused: int = 0
     draft: int = 0
     accepted: int = 0
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _top2_gap(logits: np.ndarray) -> float:
@@ -213,7 +206,7 @@ class LlamaTranslator:
         keep = 0
         if self.options.reuse_prefix:
             # re-run at least the last prompt token, for its logits
-            keep = runner.exact_reuse(min(_common_prefix(runner.tokens, prompt), len(prompt) - 1))
+            keep = runner.exact_reuse(min(common_prefix_len(runner.tokens, prompt), len(prompt) - 1))
         runner.truncate(keep)
         return runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
 
