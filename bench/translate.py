@@ -29,7 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NTREX = ROOT.parent / "shared" / "data" / "mt" / "ntrex128"
 DOCS = ROOT / "docs" / "BENCHMARKS.md"
 REF_FILES = {"de": "newstest2019-ref.deu.txt", "ja": "newstest2019-ref.jpn.txt", "zh": "newstest2019-ref.zho-CN.txt"}
-BEGIN, END = "<!-- translate:begin -->", "<!-- translate:end -->"
+SECTION = "## Translation: SSBD vs autoregressive re-translation"
+
+
+def _markers(lang: str) -> tuple[str, str]:
+    return f"<!-- translate:{lang}:begin -->", f"<!-- translate:{lang}:end -->"
 
 
 @dataclass
@@ -217,37 +221,51 @@ def summary_json(result: dict) -> dict:
     }
 
 
-def markdown(result: dict, command: str) -> str:
-    lines = [BEGIN, f"Measured {result['date']} on {result['machine']}, model `{result['model']}`, "
+def markdown(result: dict, lang: dict, command: str) -> str:
+    """The tables of one language, between markers that --write-docs replaces."""
+    begin, end = _markers(lang["lang"])
+    lines = [begin, f"Measured {result['date']} on {result['machine']}, model `{result['model']}`, "
              f"llama.cpp on the CPU. Reproduce: `{command}`", ""]
-    for lang in result["languages"]:
-        l = lang["lang"]
-        lines += [f"**English → {l}**, {lang['sentences']} NTREX sentences, lag-3 prefixes (Table 2); "
-                  f"Tables 3–4 on the first {lang['side_sentences']}, with KV-prefix reuse; every speedup is "
-                  "against AR re-translation from scratch on the same sentences.", "",
-                  "| configuration | chrF | BLEU | NE | NE shown (mask-3) | A/D | A/O | TPS | seconds | speedup |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in lang["table2"]:
-            shown = f"{r['ne_display']:.3f}" if "SSBD β=0.2" in r["config"] else "–"
-            ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
-            lines.append(f"| {r['config']} | {r['chrf']} | {r['bleu']} | {r['ne']:.3f} | {shown} | {ad} | "
-                         f"{r['a_o']:.3f} | {r['tps']} | {r['seconds']} | {r['speedup']}× |")
-        b0 = lang["beta0"]
-        ties = sum(d["near_tie"] for d in b0["divergences"])
-        lines += ["", f"β = 0 vs greedy AR: {b0['identical_fraction']:.1%} of updates identical token for token; "
-                  f"{len(b0['divergences'])} divergences, {ties} of them near-ties (top-2 gap ≤ 0.001).", "",
-                  "| β | chrF | NE | A/D | A/O | speedup |", "|---:|---:|---:|---:|---:|---:|"]
-        for r in lang["table3"]:
-            ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
-            lines.append(f"| {r['beta']:g} | {r['chrf']} | {r['ne']:.3f} | {ad} | {r['a_o']:.3f} | {r['speedup']}× |")
-        lines += ["", "| mask-k | where | chrF | NE of model output | NE shown | speedup |", "|---:|---|---:|---:|---:|---:|"]
-        for r in lang["table4"]:
-            lines.append(f"| {r['mask_k']} | {'in the draft' if r['mode'] == 'draft' else 'display only'} | "
-                         f"{r['chrf']} | {r['ne']:.3f} | {r['ne_display'] if r['mode'] == 'display' else r['ne']:.3f} | "
-                         f"{r['speedup']}× |")
-        lines.append("")
-    lines.append(END)
+    lines += [f"**English → {lang['lang']}**, {lang['sentences']} NTREX sentences, lag-3 prefixes (Table 2); "
+              f"Tables 3–4 on the first {lang['side_sentences']}, with KV-prefix reuse; every speedup is "
+              "against AR re-translation from scratch on the same sentences.", "",
+              "| configuration | chrF | BLEU | NE | NE shown (mask-3) | A/D | A/O | TPS | seconds | speedup |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in lang["table2"]:
+        shown = f"{r['ne_display']:.3f}" if "SSBD β=0.2" in r["config"] else "–"
+        ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
+        lines.append(f"| {r['config']} | {r['chrf']} | {r['bleu']} | {r['ne']:.3f} | {shown} | {ad} | "
+                     f"{r['a_o']:.3f} | {r['tps']} | {r['seconds']} | {r['speedup']}× |")
+    b0 = lang["beta0"]
+    ties = sum(d["near_tie"] for d in b0["divergences"])
+    lines += ["", f"β = 0 vs greedy AR: {b0['identical_fraction']:.1%} of updates identical token for token; "
+              f"{len(b0['divergences'])} divergences, {ties} of them near-ties (top-2 gap ≤ 0.001).", "",
+              "| β | chrF | NE | A/D | A/O | speedup |", "|---:|---:|---:|---:|---:|---:|"]
+    for r in lang["table3"]:
+        ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
+        lines.append(f"| {r['beta']:g} | {r['chrf']} | {r['ne']:.3f} | {ad} | {r['a_o']:.3f} | {r['speedup']}× |")
+    lines += ["", "| mask-k | where | chrF | NE of model output | NE shown | speedup |", "|---:|---|---:|---:|---:|---:|"]
+    for r in lang["table4"]:
+        shown = r["ne_display"] if r["mode"] == "display" else r["ne"]
+        lines.append(f"| {r['mask_k']} | {'in the draft' if r['mode'] == 'draft' else 'display only'} | "
+                     f"{r['chrf']} | {r['ne']:.3f} | {shown:.3f} | {r['speedup']}× |")
+    lines.append(end)
     return "\n".join(lines)
+
+
+def write_docs(blocks: dict[str, str]) -> None:
+    """Replace (or add) each language's block in docs/BENCHMARKS.md, keeping the others."""
+    text = DOCS.read_text(encoding="utf-8")
+    if SECTION not in text:
+        text = text.rstrip("\n") + f"\n\n{SECTION}\n"
+    for lang, block in blocks.items():
+        begin, end = _markers(lang)
+        if begin in text:
+            start, stop = text.index(begin), text.index(end) + len(end)
+            text = text[:start] + block + text[stop:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+    DOCS.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,20 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     command = "sotto bench translate" + (" --quick" if args.quick else "") + \
         (f" --langs {args.langs}" if args.langs else "") + (f" --sentences {args.sentences}" if args.sentences else "") + \
         ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs"
-    table = markdown(result, command)
-    print(table)
+    blocks = {lang["lang"]: markdown(result, lang, command) for lang in result["languages"]}
+    print("\n\n".join(blocks.values()))
     flat = summary_json(result)
     print(json.dumps({k: v for k, v in flat.items() if k != "beta0_divergences"}, ensure_ascii=False))
     if args.json:
         Path(args.json).write_text(json.dumps({**flat, "full": result}, indent=2, ensure_ascii=False))
     if args.write_docs:
-        text = DOCS.read_text(encoding="utf-8")
-        if BEGIN in text:
-            start, end = text.index(BEGIN), text.index(END) + len(END)
-            text = text[:start] + table + text[end:]
-        else:
-            text += "\n## Translation: SSBD vs autoregressive re-translation\n\n" + table + "\n"
-        DOCS.write_text(text, encoding="utf-8")
+        write_docs(blocks)
     return 0
 
 
