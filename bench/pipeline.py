@@ -41,7 +41,13 @@ def run(quick: bool, target: str) -> dict:
     from core.pipeline import CaptionPipeline
     from core.settings import Settings
 
-    settings = Settings().with_value("translation.target", target)
+    # The foundation's reference engines, whatever the current defaults are.
+    settings = (
+        Settings()
+        .with_value("translation.target", target)
+        .with_value("translation.engine", "ar")
+        .with_value("translation.reuse_prefix", False)
+    )
     store = ModelStore()
     asr = create_asr_engine(settings, store)
     translator = create_translator(settings, store)

@@ -109,8 +109,10 @@ class CaptionPipeline:
         self.out_dir = out_dir
         self.realtime = realtime
         target = settings.translation.target if translator is not None else None
-        display_k = settings.captions.mask_k if settings.captions.mask_mode == "display" else 0
-        self.policy = CaptionPolicy(display_k, settings.asr.language, target)
+        captions = settings.captions
+        # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
+        self.policy = CaptionPolicy(captions.mask_k, settings.asr.language, target,
+                                    translation_mask_k=0 if captions.mask_mode == "draft" else None)
         self._lock = threading.Lock()  # guards policy, journal and listener calls
         self._stop = threading.Event()
         self._t0 = 0.0
@@ -297,15 +299,16 @@ class CaptionPipeline:
             "completed": interrupted is None and not self._stop.is_set(),
             "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "processor": platform.machine()},
         }
-        if self.translator is not None:
+        st = self._streaming_translator
+        if self.translator is not None and st is not None:
             summary["translation"] = {
                 "engine": self.translator.name,
                 "model": self.settings.translation.model,
                 "target": self.settings.translation.target,
-                "calls": self._streaming_translator.calls if self._streaming_translator else None,
-                "draft_tokens": self._streaming_translator.draft_tokens if self._streaming_translator else None,
-                "accepted_tokens": self._streaming_translator.accepted_tokens if self._streaming_translator else None,
-                "output_tokens": self._streaming_translator.output_tokens if self._streaming_translator else None,
+                "calls": st.calls,
+                "draft_tokens": st.draft_tokens,
+                "accepted_tokens": st.accepted_tokens,
+                "output_tokens": st.output_tokens,
                 "dropped_partials": self._worker.dropped_partials if self._worker else 0,
             }
         if self.realtime:

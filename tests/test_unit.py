@@ -128,3 +128,24 @@ def test_repetition_span_detects_loops_only():
     assert repetition_span([7, 5, 6, 7, 5, 6, 7, 5, 6, 7]) == 3
     assert repetition_span([1, 1, 1]) == 0  # "…" or "!!!" is not a loop
     assert repetition_span([4, 1, 1, 1, 1, 1, 1]) == 1
+
+
+def test_caption_policy_masks_partial_lines_only():
+    from core.asr.types import CaptionUpdate, Sentence
+    from core.captions import CaptionPolicy
+    from core.translate.streaming import FrozenTranslation, TranslationUpdate
+
+    def asr(sentences, current, tentative, final=False):
+        return CaptionUpdate(sentences, current, tentative, 1.0, 1.0, final=final)
+
+    for translation_k, shown in ((None, "eins zwei"), (0, "eins zwei drei vier fünf")):
+        policy = CaptionPolicy(3, "en", "de", translation_mask_k=translation_k)
+        view = policy.on_asr(asr([], "and so", " my fellow americans ask not"))
+        assert view.partial_source == "and so my fellow"  # committed words are never hidden
+        view = policy.on_translation(TranslationUpdate([], "and so my", "eins zwei drei vier fünf", 1.0))
+        assert view.partial_translation == shown
+        s = Sentence(0, "And so my fellow Americans ask not.", 0.0, 1.0)
+        policy.on_asr(asr([s], "", ""))
+        view = policy.on_translation(TranslationUpdate([FrozenTranslation(s, "Und so.")], "", "", 2.0))
+        assert view.lines[0].translation == "Und so." and view.partial_translation == ""
+        assert policy.view(final=True).hidden_source_tokens == 0

@@ -74,6 +74,7 @@ class CaptionPolicy:
     mask_k: int = 3
     source_lang: str = "en"
     target_lang: str | None = None
+    translation_mask_k: int | None = None  # None: same as mask_k; 0 when mask-k is applied in the draft
     lines: list[CaptionLine] = field(default_factory=list)
     current: str = ""
     tentative: str = ""
@@ -117,8 +118,9 @@ class CaptionPolicy:
     def view(self, final: bool = False) -> CaptionView:
         """What to show now."""
         k = 0 if final else self.mask_k
+        k_tr = k if self.translation_mask_k is None or final else self.translation_mask_k
         tentative, hidden_src = mask_tokens(self.tentative, k, self.source_lang)
-        translation, hidden_tr = mask_tokens(self.partial_translation, k, self.target_lang)
+        translation, hidden_tr = mask_tokens(self.partial_translation, k_tr, self.target_lang)
         return CaptionView(list(self.lines), self.current, tentative, translation, hidden_src, hidden_tr,
                            self.audio_time)
 
