@@ -146,12 +146,56 @@ def _print_summary(summary: dict, out_dir: Path | None) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    """Until the desktop app lands: live terminal captions of the bundled demo sample."""
+    """The desktop app; with no display (or ``--terminal``), live terminal captions instead."""
+    if not args.terminal:
+        from app.main import display_problem
+
+        problem = display_problem()
+        if problem is None:
+            return _cmd_app(args)
+        sys.stderr.write(f"{problem}, so Sotto shows its captions here in the terminal instead.\n")
+    return _cmd_terminal_captions(args)
+
+
+def _cmd_terminal_captions(args: argparse.Namespace) -> int:
+    """Live terminal captions of ``--source`` (default: the bundled demo sample)."""
     from .paths import demo_sample
 
-    args.input = str(demo_sample())
-    args.realtime = True
+    source = args.source or str(demo_sample())
+    args.input = source
+    args.realtime = not (source == "mic" or source.startswith("mic:"))
     return _cmd_caption(args)
+
+
+def _cmd_app(args: argparse.Namespace) -> int:
+    from app.main import display_problem, run_app
+
+    problem = display_problem()
+    if problem is not None:
+        raise SottoError(f"{problem}; `sotto run --terminal` shows captions in the terminal.")
+    return run_app()
+
+
+def _cmd_screenshot(args: argparse.Namespace) -> int:
+    from app.main import screenshot
+
+    paths = screenshot(Path(args.dir), Path(args.recording) if args.recording else None,
+                       _status_printer(args.quiet))
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _cmd_desktop_entry(args: argparse.Namespace) -> int:
+    from app.main import desktop_entry, install_desktop_entry
+
+    if args.install:
+        path = install_desktop_entry()
+        if not args.quiet:
+            print(f"Installed {path}; Sotto is now in your applications menu.")
+        return 0
+    print(desktop_entry(), end="")
+    return 0
 
 
 # -- models -----------------------------------------------------------------------------------
@@ -294,9 +338,25 @@ def build_parser() -> argparse.ArgumentParser:
     caption_options(p)
     p.set_defaults(func=_cmd_caption)
 
-    p = sub.add_parser("run", help="live captions of the bundled demo sample")
+    p = sub.add_parser("run", help="the desktop app (terminal captions when there is no display)")
+    p.add_argument("--terminal", action="store_true", help="captions in the terminal instead of the app")
+    p.add_argument("--source", help="with --terminal or no display: a file, 'mic' or 'mic:NAME' (default: the demo)")
     caption_options(p)
     p.set_defaults(func=_cmd_run, out=None)
+
+    p = sub.add_parser("app", help="the desktop app (needs a display)")
+    p.set_defaults(func=_cmd_app)
+
+    p = sub.add_parser("screenshot", help="render the overlay and settings panel to DIR/overlay.png, settings.png")
+    p.add_argument("dir")
+    p.add_argument("--recording", help="the recording to caption (default: a shared reading)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_screenshot)
+
+    p = sub.add_parser("desktop-entry", help="print (or --install) the Linux .desktop launcher")
+    p.add_argument("--install", action="store_true", help="write it to ~/.local/share/applications")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_desktop_entry)
 
     p = sub.add_parser("models", help="list, prepare, download or check models")
     p.add_argument("action", nargs="?", choices=("list", "prepare", "get", "path", "verify", "remove"))

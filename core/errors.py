@@ -42,3 +42,7 @@ class DownloadCancelled(DownloadError):
 
 class TranslationError(SottoError):
     """The translator failed; captions continue without translation."""
+
+
+class Interrupted(SottoError):
+    """Work was stopped on request (not a failure; nothing is reported)."""

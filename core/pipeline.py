@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 from . import __version__, logger
 from .asr.engine import ASREngine
 from .asr.streaming import StreamingTranscriber
@@ -24,9 +25,9 @@ from .asr.types import CaptionUpdate, StageTimings, StreamingOptions
 from .audio.sources import AudioSource
 from .captions.journal import CaptionJournal
 from .captions.policy import CaptionPolicy, CaptionView
-from .errors import SottoError
+from .errors import Interrupted, SottoError
 from .settings import Settings
-from .translate.streaming import StreamingTranslator, TranslationUpdate
+from .translate.streaming import FrozenTranslation, StreamingTranslator, TranslationUpdate
 from .translate.translator import LlamaTranslator
 from .translate.worker import TranslationWorker
 
@@ -101,6 +102,7 @@ class CaptionPipeline:
         listener: PipelineListener | None = None,
         out_dir: Path | None = None,
         realtime: bool = False,
+        translation_worker: TranslationWorker | None = None,
     ) -> None:
         self.settings = settings
         self.asr_engine = asr_engine
@@ -115,6 +117,10 @@ class CaptionPipeline:
                                     translation_mask_k=0 if captions.mask_mode == "draft" else None)
         self._lock = threading.Lock()  # guards policy, journal and listener calls
         self._stop = threading.Event()
+        self._quick_stop = False
+        self._paused = threading.Event()
+        self._external_worker = translation_worker
+        self._source: AudioSource | None = None
         self._t0 = 0.0
         self._timings = StageTimings()
         self._lag = _Latency()
@@ -128,9 +134,50 @@ class CaptionPipeline:
         self._streaming_translator: StreamingTranslator | None = None
         self.transcriber: StreamingTranscriber | None = None
 
-    def stop(self) -> None:
-        """Ask a running :meth:`run` to finish (thread-safe; captions so far are kept)."""
+    def stop(self, quick: bool = False) -> None:
+        """Ask a running :meth:`run` to finish (thread-safe; captions so far are kept).
+
+        A normal stop decodes the audio still buffered and translates everything
+        queued. A ``quick`` stop (the app's Stop button) commits the unfinished line
+        as it was last recognised, without another decode, gives it the translation
+        last shown for it, and interrupts the translator, so :meth:`run` returns
+        within about one model call.
+        """
+        self._quick_stop = quick
         self._stop.set()
+        if quick:
+            source, transcriber = self._source, self.transcriber
+            if transcriber is not None:
+                transcriber.abort()  # a decode waiting for the CPU is skipped
+            if self.translator is not None:
+                self.translator.interrupt()  # frees the CPU within one model call
+            if source is not None:
+                source.stop()  # wakes a blocked read at once (thread-safe for both source kinds)
+
+    def pause(self, paused: bool) -> None:
+        """Pause or resume (thread-safe). Pausing commits the unfinished line; audio
+        heard while paused is not captioned, but the clock keeps running."""
+        if paused:
+            self._paused.set()
+        else:
+            self._paused.clear()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused."""
+        return self._paused.is_set()
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
+        captions = settings.captions
+        with self._lock:
+            self.policy.mask_k = captions.mask_k
+            self.policy.translation_mask_k = 0 if captions.mask_mode == "draft" else None
+            self.settings = settings
+        if self.translator is not None:
+            tr = settings.translation
+            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
+                                      captions.mask_k if captions.mask_mode == "draft" else 0)
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, source: AudioSource) -> dict[str, Any]:
@@ -147,14 +194,27 @@ class CaptionPipeline:
         )
         self.transcriber = StreamingTranscriber(self.asr_engine, options)
         if self.out_dir is not None:
-            self.journal = CaptionJournal(self.out_dir, self.translator is not None)
+            self.journal = CaptionJournal(self.out_dir, self.translator is not None, {
+                "source": getattr(source, "name", "?"),
+                "language": self.settings.asr.language,
+                "target": self.settings.translation.target if self.translator is not None else None,
+                "asr_model": self.settings.asr.model,
+                "translation_model": self.settings.translation.model if self.translator is not None else None,
+            })
         if self.translator is not None:
             self._streaming_translator = StreamingTranslator(self.translator)
-            if self.realtime:
+            if self._external_worker is not None:
+                self._worker = self._external_worker
+                self._worker.begin(self._streaming_translator, self._on_translation, self._on_translate_error)
+            elif self.realtime:
                 self._worker = TranslationWorker(self._streaming_translator, self._on_translation, self._on_translate_error)
+        if self.translator is not None:
+            self.translator.clear_interrupt()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
         interrupted: BaseException | None = None
+        was_paused = False
+        self._source = source
         try:
             source.start()
             while not self._stop.is_set():
@@ -163,23 +223,50 @@ class CaptionPipeline:
                     break
                 if chunk.size == 0:
                     continue
+                paused = self._paused.is_set()
+                if paused and not was_paused:
+                    self._on_asr(self.transcriber.finish(decode=False))
+                was_paused = paused
+                if paused:  # silence keeps the clock in step with the audio; VAD drops it cheaply
+                    chunk = np.zeros_like(chunk)
                 for update in self.transcriber.push(chunk):
                     self._on_asr(update)
                 self._progress(source)
-            self._on_asr(self.transcriber.finish())
+            if self._quick_stop:
+                self._finish_quickly()
+            else:
+                self._on_asr(self.transcriber.finish())
         except BaseException as exc:  # KeyboardInterrupt or an error: keep what was produced
             interrupted = exc
             raise
         finally:
             source.stop()
             if self._worker is not None:
-                self._worker.close()
+                if self._worker is self._external_worker:
+                    self._worker.finish(cancel=self._quick_stop or interrupted is not None)
+                else:
+                    self._worker.close()
             with self._lock:
                 self.policy.finish()
             summary = self._summary(source, time.process_time() - cpu0, interrupted)
             if self.journal is not None:
                 self.journal.close(summary)
         return summary
+
+    def _finish_quickly(self) -> None:
+        """Commit the unfinished line as last recognised and give it the translation last shown."""
+        assert self.transcriber is not None
+        st = self._streaming_translator
+        last_source, last_translation = (st.last_partial if st is not None else ("", ""))
+        update = self.transcriber.finish(decode=False)
+        self._on_asr(update, translate=False)
+        if st is None or self._translation_failed:
+            return
+        left = self._worker.finish(cancel=True) if self._worker is not None else []
+        frozen = [FrozenTranslation(s, last_translation) for s in (*left, *update.sentences)
+                  if last_translation and s.text.strip() == last_source.strip()]
+        if frozen:
+            self._on_translation(TranslationUpdate(frozen[-1:], "", "", update.audio_time))
 
     def _progress(self, source: AudioSource) -> None:
         assert self.transcriber is not None
@@ -192,7 +279,7 @@ class CaptionPipeline:
         )
 
     # -- ASR updates -------------------------------------------------------------------------
-    def _on_asr(self, update: CaptionUpdate) -> None:
+    def _on_asr(self, update: CaptionUpdate, translate: bool = True) -> None:
         self._timings.add(update.timings)
         now = time.monotonic() - self._t0
         with self._lock:
@@ -218,13 +305,15 @@ class CaptionPipeline:
                     }
                 )
             self.listener.on_view(view)
-        if self._streaming_translator is None or self._translation_failed:
+        if self._streaming_translator is None or self._translation_failed or not translate:
             return
         if self._worker is not None:
             self._worker.submit(update)
             return
         try:
             result = self._streaming_translator.update(update)
+        except Interrupted:
+            return
         except SottoError as exc:
             self._on_translate_error(exc)
             return

@@ -9,6 +9,7 @@ Each section is a dataclass; each field may carry validation metadata
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,9 @@ from . import logger
 from .errors import SettingsError
 from .paths import config_dir
 
-SETTINGS_VERSION = 1
+SETTINGS_VERSION = 2
+# Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
+# app's caption window) and ``audio.source``. Older files load unchanged; new keys get defaults.
 
 TARGET_LANGUAGES = ("none", "de", "ja", "zh", "fr", "es", "it", "pt", "nl", "ko", "ru")
 
@@ -33,12 +36,16 @@ def _choices(*values: str) -> dict[str, Any]:
     return {"choices": values}
 
 
+_COLOUR = {"pattern": re.compile(r"^#[0-9a-fA-F]{6}$"), "pattern_doc": "a colour like #ffcc00"}
+
+
 @dataclass
 class AudioSettings:
     """Where audio comes from."""
 
     device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
     channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
+    source: str = field(default="mic", metadata={"doc": "what the app captions: 'mic', 'demo' or an audio file path"})
 
 
 @dataclass
@@ -80,6 +87,28 @@ class CaptionSettings:
 
 
 @dataclass
+class OverlaySettings:
+    """The floating caption window of the desktop app."""
+
+    show: str = field(default="both", metadata=_choices("both", "source", "translation"))
+    lines: int = field(default=2, metadata=_range(1, 8))  # visual lines per shown language
+    font_family: str = ""  # empty: the system's sans-serif
+    font_size: int = field(default=22, metadata=_range(8, 96))
+    text_color: str = field(default="#ffffff", metadata=_COLOUR)
+    tentative_color: str = field(default="#9fb4c8", metadata=_COLOUR)
+    translation_color: str = field(default="#ffe9a8", metadata=_COLOUR)
+    background_color: str = field(default="#101418", metadata=_COLOUR)
+    opacity: float = field(default=0.75, metadata=_range(0.0, 1.0))  # of the background
+    click_through: bool = False
+    visible: bool = True
+    x: int = field(default=-1, metadata=_range(-100000, 100000))  # -1: centred at the bottom
+    y: int = field(default=-1, metadata=_range(-100000, 100000))
+    width: int = field(default=900, metadata=_range(200, 10000))
+    height: int = field(default=170, metadata=_range(60, 4000))
+    screen: str = ""  # the screen the overlay was last on (by name)
+
+
+@dataclass
 class Settings:
     """All user settings. ``version`` is bumped when the layout changes."""
 
@@ -88,6 +117,7 @@ class Settings:
     asr: ASRSettings = field(default_factory=ASRSettings)
     translation: TranslationSettings = field(default_factory=TranslationSettings)
     captions: CaptionSettings = field(default_factory=CaptionSettings)
+    overlay: OverlaySettings = field(default_factory=OverlaySettings)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for TOML."""
@@ -115,8 +145,7 @@ class Settings:
         return new
 
 
-_SECTIONS = ("audio", "asr", "translation", "captions")
-_SECTION_TYPES = {"audio": AudioSettings, "asr": ASRSettings, "translation": TranslationSettings, "captions": CaptionSettings}
+_SECTIONS = ("audio", "asr", "translation", "captions", "overlay")
 
 
 def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
@@ -157,6 +186,20 @@ def _check(key: str, f: dataclasses.Field, value: Any) -> None:
         raise SettingsError(f"{key} must be one of {', '.join(map(str, meta['choices']))} (got {value!r}).")
     if "min" in meta and not (meta["min"] <= value <= meta["max"]):
         raise SettingsError(f"{key} must be between {meta['min']} and {meta['max']} (got {value!r}).")
+    if "pattern" in meta and not meta["pattern"].match(value):
+        raise SettingsError(f"{key} must be {meta['pattern_doc']} (got {value!r}).")
+
+
+def check_combination(settings: Settings) -> None:
+    """Refuse settings that are valid one by one but not together (raises :class:`SettingsError`)."""
+    model = settings.asr.model
+    if model.endswith(".en") and settings.asr.language not in ("en", ""):
+        raise SettingsError(
+            f"The speech model {model} understands English only; choose a multilingual model "
+            f"(e.g. whisper-base) before setting the spoken language to '{settings.asr.language}'."
+        )
+    if settings.translation.target != "none" and settings.translation.target == settings.asr.language:
+        raise SettingsError("The translation language is the spoken language; choose another one, or 'none'.")
 
 
 def settings_path() -> Path:

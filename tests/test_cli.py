@@ -45,8 +45,9 @@ def test_caption_jfk_to_german_writes_four_files(shared, tmp_path: Path):
     assert set(summary["stage_seconds"]) == {"vad", "asr", "translate"} and summary["stage_seconds"]["asr"] > 0
     assert summary["real_time_factor"] > 0
     records = [json.loads(line) for line in (out / "captions.jsonl").read_text().splitlines()]
-    assert {r["kind"] for r in records} == {"source", "translation"}
-    assert all("wall" in r and "audio_time" in r for r in records)
+    assert records[0]["kind"] == "session" and records[0]["target"] == "de" and records[0]["started"] > 0
+    assert {r["kind"] for r in records[1:]} == {"source", "translation"}
+    assert all("wall" in r and "audio_time" in r for r in records[1:])
     srt = (out / "source.srt").read_text()
     assert "-->" in srt and "country" in srt.lower()
     assert (out / "translation.srt").read_text().count("-->") == srt.count("-->")

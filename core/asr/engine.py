@@ -8,6 +8,7 @@ same method, so :class:`~core.asr.streaming.StreamingTranscriber` takes either.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -16,7 +17,7 @@ import numpy as np
 
 from .. import logger
 from ..compute import COMPUTE_GATE
-from ..errors import ModelError
+from ..errors import Interrupted, ModelError
 from .types import Word
 
 
@@ -34,7 +35,8 @@ class ASREngine(Protocol):
 
     name: str
 
-    def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None) -> Hypothesis: ...
+    def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
+                   abort: threading.Event | None = None) -> Hypothesis: ...
 
 
 def default_threads() -> int:
@@ -77,11 +79,16 @@ class FasterWhisperEngine:
             ) from exc
         self.multilingual = self.model.model.is_multilingual
 
-    def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None) -> Hypothesis:
-        """Greedy transcription of one window (≤ 30 s) with word timestamps."""
-        import time
+    def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
+                   abort: threading.Event | None = None) -> Hypothesis:
+        """Greedy transcription of one window (≤ 30 s) with word timestamps.
 
+        If ``abort`` is set by the time the compute gate is free, nothing is
+        decoded and :class:`~core.errors.Interrupted` is raised (a quick stop).
+        """
         with COMPUTE_GATE:
+            if abort is not None and abort.is_set():
+                raise Interrupted("Recognition was stopped.")
             return self._transcribe(audio, prompt, language)
 
     def _transcribe(self, audio: np.ndarray, prompt: str, language: str | None) -> Hypothesis:

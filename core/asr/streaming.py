@@ -12,6 +12,7 @@ the model, and the end of an utterance commits everything heard in it.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import deque
 
@@ -21,6 +22,7 @@ from .. import logger
 from ..audio.decode import SAMPLE_RATE
 from ..audio.vad import VadOptions, VoiceActivityDetector
 from ..audio.window import AudioWindow
+from ..errors import Interrupted
 from .agreement import HypothesisBuffer
 from .engine import ASREngine
 from .types import CaptionUpdate, Sentence, StageTimings, StreamingOptions, Word
@@ -53,6 +55,7 @@ class StreamingTranscriber:
         self._pending_timings = StageTimings()
         self.max_window_seconds = 0.0
         self.decodes = 0
+        self.aborted = threading.Event()  # set by abort(): no more decoding
 
     # -- input -----------------------------------------------------------------------
     def insert_audio(self, chunk: np.ndarray) -> None:
@@ -87,15 +90,28 @@ class StreamingTranscriber:
         self.max_window_seconds = max(self.max_window_seconds, min(self.window.seconds, self.options.max_buffer_s))
 
     def push(self, chunk: np.ndarray) -> list[CaptionUpdate]:
-        """Insert a chunk of any length and process it; returns the updates produced."""
+        """Insert a chunk of any length and process it; returns the updates produced.
+
+        After :meth:`abort` the audio is still taken in but nothing more is decoded.
+        """
         updates = []
         piece = int(MAX_PIECE_S * SAMPLE_RATE)
         for i in range(0, max(1, chunk.shape[0]), piece):
             self.insert_audio(chunk[i:i + piece])
-            update = self.process()
+            if self.aborted.is_set():
+                continue
+            try:
+                update = self.process()
+            except Interrupted:
+                continue
             if update is not None:
                 updates.append(update)
         return updates
+
+    def abort(self) -> None:
+        """Stop decoding at once, from any thread: a decode waiting for the CPU is skipped
+        (one already running finishes). The last hypothesis stays for :meth:`finish`."""
+        self.aborted.set()
 
     # -- decoding --------------------------------------------------------------------
     def process(self) -> CaptionUpdate | None:
@@ -135,10 +151,16 @@ class StreamingTranscriber:
         self._paused_at = None
         return self._update(sentences)
 
-    def finish(self) -> CaptionUpdate:
-        """End of stream: decode what is left, commit everything and close the sentence."""
+    def finish(self, decode: bool = True) -> CaptionUpdate:
+        """End of stream: decode what is left, commit everything and close the sentence.
+
+        With ``decode=False`` (a quick stop, or a pause) nothing more is decoded:
+        the last hypothesis is committed as it stands. The transcriber can take
+        more audio afterwards.
+        """
         sentences: list[Sentence] = []
-        if self._speech and self.window.seconds > 0.05 and (self._new_audio > 0 or not self.hyp.tentative()):
+        if (decode and self._speech and self.window.seconds > 0.05
+                and (self._new_audio > 0 or not self.hyp.tentative())):
             words = self._decode(self.window.view())
             self.hyp.insert(words)
             sentences += self._commit(self.hyp.new)
@@ -154,7 +176,8 @@ class StreamingTranscriber:
 
     def _decode(self, audio: np.ndarray) -> list[Word]:
         prompt = self._prompt()
-        hypothesis = self.engine.transcribe(np.array(audio, dtype=np.float32), prompt, self.options.language)
+        hypothesis = self.engine.transcribe(np.array(audio, dtype=np.float32), prompt, self.options.language,
+                                            abort=self.aborted)
         self._pending_timings.asr += hypothesis.decode_seconds
         self.decodes += 1
         self._new_audio = 0.0

@@ -175,6 +175,13 @@ def find_input_device(spec: str | int | None) -> InputDevice:
     raise AudioDeviceError(f"There is no audio input device called '{spec}'; `sotto devices` lists them.")
 
 
+PERMISSION_HINT = (
+    "On macOS allow Sotto (or your terminal) under System Settings → Privacy & Security → Microphone; "
+    "on Windows under Settings → Privacy → Microphone; on Linux your user needs access to the sound "
+    "server (PulseAudio or PipeWire) or to the audio group."
+)
+
+
 class MicrophoneSource:
     """Live input through sounddevice, resampled to 16 kHz mono, into a bounded ring buffer."""
 
@@ -235,7 +242,8 @@ class MicrophoneSource:
                 logger.info("opening %s at %d Hz failed: %s", self.device.name, rate, exc)
         if self._stream is None:
             raise AudioDeviceError(
-                f"Could not open the audio input '{self.device.name}' ({last_exc}); it may be in use or unplugged."
+                f"Could not open the audio input '{self.device.name}' ({last_exc}); it may be in use or unplugged, "
+                f"or Sotto may not be allowed to use it. {PERMISSION_HINT}"
             ) from last_exc
         self._ring = RingBuffer(int(self._ring.capacity / SAMPLE_RATE * self._rate) // 3 * 3)
         self._last_data = time.monotonic()

@@ -8,6 +8,7 @@ sentence is finished and at the end, so a crash loses at most the unfinished lin
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,14 @@ from .subtitles import to_srt, write_text_atomic
 class CaptionJournal:
     """Writes one run's caption files into a directory."""
 
-    def __init__(self, directory: Path, translate: bool) -> None:
+    def __init__(self, directory: Path, translate: bool, meta: dict[str, Any] | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.translate = translate
         self._jsonl = open(self.directory / "captions.jsonl", "w", encoding="utf-8", buffering=1)
         self.source_cues: list[tuple[float, float, str]] = []
         self.translation_cues: dict[int, tuple[float, float, str]] = {}
+        self.record({"kind": "session", "started": round(time.time(), 3), **(meta or {})})
 
     def record(self, event: dict[str, Any]) -> None:
         """Append one update to ``captions.jsonl``."""

@@ -301,6 +301,31 @@ def spec_from_hub_ref(ref: str) -> ModelSpec:
     )
 
 
+def check_reference(value: str, kind: str) -> None:
+    """Refuse a model setting that can never load as ``kind`` (``whisper-ct2`` or ``gguf``).
+
+    Catalogue names and ``hf:`` references pass (they may still need a
+    download); a local path must exist and be the right kind of model.
+    """
+    spec = get_spec(value)
+    if spec is not None:
+        if spec.kind != kind:
+            what = "speech" if spec.kind == "whisper-ct2" else "translation"
+            raise ModelError(f"'{value}' is a {what} model; choose a {_KIND_WORDS[kind]} model here.")
+        return
+    if value.startswith("hf:"):
+        spec_from_hub_ref(value)
+        return
+    path = _resolve_local(value)
+    if kind == "gguf" and path.is_dir():
+        raise ModelError(f"{path} is a folder; the translator needs a .gguf file.")
+    if kind == "whisper-ct2" and not path.is_dir():
+        raise ModelError(f"{path} is a file; the speech model is a faster-whisper/CTranslate2 folder.")
+
+
+_KIND_WORDS = {"whisper-ct2": "speech (Whisper)", "gguf": "translation (GGUF)"}
+
+
 def _resolve_local(value: str) -> Path:
     path = Path(value).expanduser()
     if not path.exists():

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import logger
-from ..errors import ModelError
+from ..errors import Interrupted, ModelError
 
 
 _native_log_callback = None
@@ -124,6 +124,7 @@ class LlamaRunner:
         self.metadata = dict(self.llm.metadata or {})
         self._newline_tokens: set[int] | None = None
         self.evaluated = 0  # tokens run through the model since load (for metrics)
+        self.interrupt = threading.Event()  # set from another thread: the next eval call stops
 
     def tokenize(self, text: str, add_bos: bool = False) -> list[int]:
         """Tokens of ``text`` (special tokens in the text are parsed)."""
@@ -164,6 +165,8 @@ class LlamaRunner:
         want_from = len(tokens) - 1 if logits_from is None else logits_from
         rows: list[np.ndarray] = []
         for i in range(0, len(tokens), n_batch):
+            if self.interrupt.is_set():  # between decode calls, so the cache and token list agree
+                raise Interrupted("Translation was stopped.")
             batch = tokens[i:i + n_batch]
             llm._batch.set_batch(batch=batch, n_past=len(self.tokens), logits_all=False)
             flags = llm._batch.batch.logits

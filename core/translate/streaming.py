@@ -63,6 +63,11 @@ class StreamingTranslator:
         self.output_tokens += len(result.tokens)
         return result
 
+    @property
+    def last_partial(self) -> tuple[str, str]:
+        """The unfinished source sentence last translated, and its translation."""
+        return self._last_partial_source, self._last_partial
+
     def update(self, asr: CaptionUpdate) -> TranslationUpdate | None:
         """Translate what changed in ``asr``; None if nothing did."""
         return self.translate(asr.sentences, asr.partial, asr.audio_time)

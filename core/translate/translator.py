@@ -7,6 +7,7 @@ This is the reference every faster engine (SSBD) is measured against.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import numpy as np
 from .. import logger
 from ..captions.metrics import common_prefix_len
 from ..compute import COMPUTE_GATE
-from ..errors import ModelError, TranslationError
+from ..errors import Interrupted, ModelError, TranslationError
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
 from .prompts import chat_messages, few_shot_prompt
 
@@ -121,13 +122,37 @@ class LlamaTranslator:
         self.options = options or TranslatorOptions()
         self.runner = LlamaRunner(model_path, self.options.n_ctx, self.options.n_threads, self.options.n_gpu_layers)
         self.style = _resolve_style(self.runner, self.options.prompt_style)
-        kind = "ar" if self.options.beta is None else f"ssbd(beta={self.options.beta:g})"
-        reuse = "+kv" if self.options.reuse_prefix else ""
-        self.name = f"llama-{kind}{reuse}:{Path(model_path).name}"
+        self.name = self._name()
         self._chat_formatter = None
         if self.style == "chat":
             self._chat_formatter = self._make_chat_formatter()
         logger.info("translator %s, prompt style %s", Path(model_path).name, self.style)
+
+    def _name(self) -> str:
+        kind = "ar" if self.options.beta is None else f"ssbd(beta={self.options.beta:g})"
+        reuse = "+kv" if self.options.reuse_prefix else ""
+        return f"llama-{kind}{reuse}:{self.runner.path.name}"
+
+    def configure(self, beta: float | None, draft_mask_k: int | None = None) -> None:
+        """Change the decoding knobs live (takes effect at the next call; thread-safe).
+
+        ``beta`` None switches to plain greedy decoding. The options object is
+        replaced whole, so a call running on another thread sees old or new, never a mix.
+        """
+        changes: dict = {"beta": beta}
+        if draft_mask_k is not None:
+            changes["draft_mask_k"] = draft_mask_k
+        self.options = dataclasses.replace(self.options, **changes)
+        self.name = self._name()
+        logger.info("translator reconfigured: %s, draft mask-k %d", self.name, self.options.draft_mask_k)
+
+    def interrupt(self) -> None:
+        """Stop a translation running on another thread at its next model call (it raises Interrupted)."""
+        self.runner.interrupt.set()
+
+    def clear_interrupt(self) -> None:
+        """Allow translations again after :meth:`interrupt`."""
+        self.runner.interrupt.clear()
 
     def _make_chat_formatter(self):
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -183,7 +208,7 @@ class LlamaTranslator:
                 else:
                     step = self._generate_ssbd(prompt, max_new, list(draft or []))
                 seconds = time.perf_counter() - t0
-        except ModelError:
+        except (ModelError, Interrupted):
             raise
         except Exception as exc:
             logger.exception("translation of %r failed", source)

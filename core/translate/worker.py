@@ -1,8 +1,13 @@
-"""The translation worker: one thread owns the translator.
+"""The translation worker: one long-lived thread owns the translator.
 
 Finished sentences queue in order and are never dropped; the partial sentence
 is latest-only, so while the translator is busy a newer partial replaces an
 older one (stale work never queues up). Waiting uses a condition variable.
+
+The thread outlives caption sessions: :meth:`TranslationWorker.begin` binds a
+session (its :class:`StreamingTranslator` and callbacks), :meth:`finish` ends
+it, either translating what is queued or, with ``cancel=True``, interrupting
+the model at its next call so a stop is quick. :meth:`close` ends the thread.
 """
 
 from __future__ import annotations
@@ -12,37 +17,54 @@ from typing import Callable
 
 from .. import logger
 from ..asr.types import CaptionUpdate, Sentence
-from ..errors import SottoError
+from ..errors import Interrupted, SottoError
 from .streaming import StreamingTranslator, TranslationUpdate
+
+ResultCallback = Callable[[TranslationUpdate], None]
+ErrorCallback = Callable[[SottoError], None]
 
 
 class TranslationWorker:
-    """Runs a :class:`StreamingTranslator` on its own long-lived thread."""
+    """Runs :class:`StreamingTranslator` sessions on its own long-lived thread."""
 
     def __init__(
         self,
-        translator: StreamingTranslator,
-        on_result: Callable[[TranslationUpdate], None],
-        on_error: Callable[[SottoError], None],
+        translator: StreamingTranslator | None = None,
+        on_result: ResultCallback | None = None,
+        on_error: ErrorCallback | None = None,
+        name: str = "sotto-translate",
     ) -> None:
-        self.translator = translator
-        self._on_result = on_result
-        self._on_error = on_error
         self._cond = threading.Condition()
+        self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
         self._sentences: list[Sentence] = []
         self._partial = ""
         self._audio_time = 0.0
         self._dirty = False
+        self._busy = False
         self._closing = False
         self._failed = False
         self.dropped_partials = 0
-        self._thread = threading.Thread(target=self._loop, name="sotto-translate", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
+        if translator is not None:
+            self.begin(translator, on_result or (lambda r: None), on_error or (lambda e: None))
+
+    # -- sessions ----------------------------------------------------------------------------
+    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback) -> None:
+        """Start a session: updates go to ``translator``, results to the callbacks."""
+        clear = getattr(translator.translator, "clear_interrupt", None)
+        if clear is not None:
+            clear()
+        with self._cond:
+            self._session = (translator, on_result, on_error)
+            self._sentences, self._partial, self._dirty = [], "", False
+            self._failed = False
+            self.dropped_partials = 0
 
     def submit(self, update: CaptionUpdate) -> None:
         """Queue the update's finished sentences; replace the pending partial."""
         with self._cond:
-            if self._failed:
+            if self._failed or self._session is None:
                 return
             self._sentences.extend(update.sentences)
             if self._dirty and self._partial != update.partial:
@@ -50,13 +72,42 @@ class TranslationWorker:
             self._partial = update.partial
             self._audio_time = update.audio_time
             self._dirty = True
-            self._cond.notify()
+            self._cond.notify_all()
+
+    def finish(self, cancel: bool = False, timeout: float | None = None) -> list[Sentence]:
+        """End the session; returns the finished sentences left untranslated.
+
+        Without ``cancel`` everything queued is translated first. With ``cancel``
+        the queue is dropped and a translation in progress is interrupted at its
+        next model call (a few tens of milliseconds).
+        """
+        with self._cond:
+            session = self._session
+            if session is None:
+                return []
+            left: list[Sentence] = []
+            if cancel:
+                left, self._sentences = self._sentences, []
+                self._dirty = False
+                if self._busy:
+                    interrupt = getattr(session[0].translator, "interrupt", None)
+                    if interrupt is not None:
+                        interrupt()
+            self._cond.wait_for(lambda: not self._busy and not self._dirty, timeout)
+            left += self._sentences
+            self._sentences, self._dirty = [], False
+            self._session = None
+        clear = getattr(session[0].translator, "clear_interrupt", None)
+        if clear is not None:
+            clear()
+        return left
 
     def close(self, timeout: float | None = None) -> None:
-        """Translate what is queued, then stop the thread (the sentinel is ``_closing``)."""
+        """Finish the session (translating what is queued) and stop the thread (sentinel: ``_closing``)."""
+        self.finish(timeout=timeout)
         with self._cond:
             self._closing = True
-            self._cond.notify()
+            self._cond.notify_all()
         self._thread.join(timeout)
 
     @property
@@ -64,30 +115,40 @@ class TranslationWorker:
         """True while the thread runs."""
         return self._thread.is_alive()
 
+    # -- the thread ---------------------------------------------------------------------------
     def _loop(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._dirty or self._closing)
-                if not self._dirty:
+                self._cond.wait_for(lambda: (self._dirty and self._session is not None) or self._closing)
+                if self._closing and not self._dirty:
                     return
+                assert self._session is not None
+                translator, on_result, on_error = self._session
                 sentences, self._sentences = self._sentences, []
                 partial, audio_time = self._partial, self._audio_time
                 self._dirty = False
+                self._busy = True
             try:
-                result = self.translator.translate(sentences, partial, audio_time)
+                result = translator.translate(sentences, partial, audio_time)
+                if result is not None:
+                    on_result(result)
+            except Interrupted:
+                logger.info("translation interrupted (stop)")
             except SottoError as exc:
                 logger.exception("translation failed")
-                with self._cond:
-                    self._failed = True
-                    self._sentences = []
-                    self._dirty = False
-                self._on_error(exc)
-                return
+                self._fail()
+                on_error(exc)
             except Exception as exc:  # an engine bug must not take captions down
                 logger.exception("translation failed unexpectedly")
+                self._fail()
+                on_error(SottoError(f"The translator stopped unexpectedly ({exc}); captions continue."))
+            finally:
                 with self._cond:
-                    self._failed = True
-                self._on_error(SottoError(f"The translator stopped unexpectedly ({exc}); captions continue."))
-                return
-            if result is not None:
-                self._on_result(result)
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _fail(self) -> None:
+        with self._cond:
+            self._failed = True
+            self._sentences = []
+            self._dirty = False

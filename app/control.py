@@ -1,0 +1,168 @@
+"""The control window and tray icon (views): start/stop, pause, overlay, click-through, settings, history."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QIcon, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox, QHBoxLayout, QLabel, QMainWindow, QMenu, QProgressBar, QPushButton, QSystemTrayIcon, QVBoxLayout,
+    QWidget,
+)
+
+HOTKEYS = {
+    "start": "Ctrl+Shift+S",
+    "pause": "Ctrl+Shift+P",
+    "overlay": "Ctrl+Shift+O",
+    "click_through": "Ctrl+Shift+T",
+}
+
+
+class ControlWindow(QMainWindow):
+    """A small main window: what runs, and the buttons to control it."""
+
+    start_stop = Signal()
+    pause_toggled = Signal(bool)
+    overlay_toggled = Signal(bool)
+    click_through_toggled = Signal(bool)
+    settings_requested = Signal()
+    history_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, icon: QIcon) -> None:
+        super().__init__()
+        self.setWindowTitle("Sotto")
+        self.setObjectName("controlWindow")
+        self.setWindowIcon(icon)
+        central = QWidget()
+        self.state = QLabel("Ready")
+        self.state.setObjectName("stateLabel")
+        self.detail = QLabel("")
+        self.detail.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        self.message = QLabel("")
+        self.message.setObjectName("messageLabel")
+        self.message.setWordWrap(True)
+        self.start = QPushButton("Start")
+        self.start.setObjectName("startButton")
+        self.pause = QPushButton("Pause")
+        self.pause.setCheckable(True)
+        self.pause.setEnabled(False)
+        self.overlay = QCheckBox("Show captions")
+        self.click_through = QCheckBox("Click-through")
+        settings = QPushButton("Settings…")
+        history = QPushButton("History…")
+        row = QHBoxLayout()
+        for w in (self.start, self.pause):
+            row.addWidget(w)
+        row2 = QHBoxLayout()
+        for w in (self.overlay, self.click_through):
+            row2.addWidget(w)
+        row3 = QHBoxLayout()
+        for w in (settings, history):
+            row3.addWidget(w)
+        layout = QVBoxLayout(central)
+        layout.addWidget(self.state)
+        layout.addWidget(self.detail)
+        layout.addWidget(self.progress)
+        layout.addLayout(row)
+        layout.addLayout(row2)
+        layout.addLayout(row3)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+        self.setCentralWidget(central)
+        self.resize(360, 260)
+        self.start.clicked.connect(self.start_stop.emit)
+        self.pause.toggled.connect(self.pause_toggled.emit)
+        self.overlay.toggled.connect(self.overlay_toggled.emit)
+        self.click_through.toggled.connect(self.click_through_toggled.emit)
+        settings.clicked.connect(self.settings_requested.emit)
+        history.clicked.connect(self.history_requested.emit)
+        self.start.setToolTip(f"Start or stop captions ({HOTKEYS['start']})")
+        self.pause.setToolTip(f"Pause captions ({HOTKEYS['pause']})")
+        self.overlay.setToolTip(f"Show or hide the caption overlay ({HOTKEYS['overlay']})")
+        self.click_through.setToolTip(f"Let the mouse pass through the overlay ({HOTKEYS['click_through']})")
+        self._add_shortcuts()
+
+    def _add_shortcuts(self) -> None:
+        for key, handler in (("start", self.start.click), ("pause", self.pause.toggle),
+                             ("overlay", self.overlay.toggle), ("click_through", self.click_through.toggle)):
+            action = QAction(self)
+            action.setShortcut(QKeySequence(HOTKEYS[key]))
+            action.triggered.connect(handler)
+            self.addAction(action)
+
+    def show_state(self, state: str, detail: str) -> None:
+        """Reflect the service state in the buttons."""
+        words = {"idle": "Ready", "loading": "Preparing…", "running": "Captioning", "paused": "Paused",
+                 "stopping": "Stopping…"}
+        self.state.setText(words.get(state, state))
+        if detail:
+            self.detail.setText(detail)
+        self.start.setText("Start" if state == "idle" else "Stop")
+        self.start.setEnabled(state != "stopping")
+        self.pause.setEnabled(state in ("running", "paused"))
+        self.pause.blockSignals(True)
+        self.pause.setChecked(state == "paused")
+        self.pause.setText("Resume" if state == "paused" else "Pause")
+        self.pause.blockSignals(False)
+        if state in ("idle", "running"):
+            self.progress.setVisible(False)
+
+    def show_status(self, message: str, fraction: float | None) -> None:
+        """Progress of long work (model preparation)."""
+        self.detail.setText(message)
+        if fraction is not None and fraction >= 1.0:
+            self.progress.setVisible(False)
+            return
+        self.progress.setVisible(True)
+        if fraction is None:
+            self.progress.setRange(0, 0)
+        else:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * fraction))
+
+    def show_message(self, level: str, text: str) -> None:
+        """A message for the user (errors in red)."""
+        self.message.setStyleSheet("color: #c0392b;" if level == "error" else "")
+        self.message.setText(text)
+
+    def set_toggles(self, overlay_visible: bool, click_through: bool) -> None:
+        """Reflect the overlay's state in the check boxes."""
+        for box, value in ((self.overlay, overlay_visible), (self.click_through, click_through)):
+            box.blockSignals(True)
+            box.setChecked(value)
+            box.blockSignals(False)
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        event.accept()
+        self.quit_requested.emit()
+
+
+class TrayIcon(QSystemTrayIcon):
+    """The tray icon with the same actions as the control window."""
+
+    def __init__(self, icon: QIcon, window: ControlWindow) -> None:
+        super().__init__(icon)
+        self.setToolTip("Sotto — live captions")
+        menu = QMenu()
+        self.start_action = menu.addAction("Start", window.start.click)
+        self.pause_action = menu.addAction("Pause", window.pause.toggle)
+        menu.addSeparator()
+        menu.addAction("Show/hide captions", window.overlay.toggle)
+        menu.addAction("Click-through on/off", window.click_through.toggle)
+        menu.addAction("Settings…", window.settings_requested.emit)
+        menu.addAction("History…", window.history_requested.emit)
+        menu.addAction("Control window", lambda: (window.showNormal(), window.raise_(), window.activateWindow()))
+        menu.addSeparator()
+        menu.addAction("Quit Sotto", window.quit_requested.emit)
+        self._menu = menu
+        self.setContextMenu(menu)
+        self.activated.connect(lambda reason: window.showNormal()
+                               if reason == QSystemTrayIcon.ActivationReason.Trigger else None)
+
+    def show_state(self, state: str) -> None:
+        """Relabel the menu for the service state."""
+        self.start_action.setText("Start" if state == "idle" else "Stop")
+        self.pause_action.setEnabled(state in ("running", "paused"))
+        self.pause_action.setText("Resume" if state == "paused" else "Pause")

@@ -1,0 +1,96 @@
+"""The history window (a view): every journaled session, searchable, exportable."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
+    QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+)
+
+from core.captions.history import HistoryEntry, HistorySession
+
+
+def _stamp(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class HistoryWindow(QWidget):
+    """Sessions on the left, their captions on the right, a search box and export buttons."""
+
+    search_changed = Signal(str)
+    session_selected = Signal(str)  # session folder name ("" = search results across all)
+    export_requested = Signal(str, str, str)  # path, format, which
+    refresh_requested = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle("Sotto history")
+        self.setObjectName("historyWindow")
+        self.resize(860, 520)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search all captions…")
+        self.search.setClearButtonEnabled(True)
+        self.sessions = QListWidget()
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["Time", "Said", "Translation"])
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setVisible(False)
+        self.which = QComboBox()
+        for value, label in (("both", "Speech + translation"), ("source", "Speech"), ("translation", "Translation")):
+            self.which.addItem(label, value)
+        self.status = QLabel()
+        buttons = QHBoxLayout()
+        buttons.addWidget(QLabel("Export"))
+        buttons.addWidget(self.which)
+        for fmt in ("srt", "vtt", "txt"):
+            b = QPushButton(fmt.upper())
+            b.clicked.connect(lambda _=False, f=fmt: self._export(f))
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh_requested.emit)
+        buttons.addWidget(refresh)
+        splitter = QSplitter()
+        splitter.addWidget(self.sessions)
+        splitter.addWidget(self.table)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.search)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        self.search.textChanged.connect(self.search_changed.emit)
+        self.sessions.currentItemChanged.connect(
+            lambda item, _old: self.session_selected.emit(item.data(256) if item is not None else ""))
+
+    def show_sessions(self, sessions: list[HistorySession]) -> None:
+        """List the sessions (newest first)."""
+        self.sessions.blockSignals(True)
+        self.sessions.clear()
+        for s in sessions:
+            item = QListWidgetItem(f"{s.title} ({len(s.entries)})")
+            item.setData(256, s.name)
+            self.sessions.addItem(item)
+        self.sessions.blockSignals(False)
+
+    def show_entries(self, entries: list[HistoryEntry], note: str = "") -> None:
+        """Show captions in the table."""
+        self.table.setRowCount(len(entries))
+        for row, e in enumerate(entries):
+            self.table.setItem(row, 0, QTableWidgetItem(_stamp(e.start)))
+            self.table.setItem(row, 1, QTableWidgetItem(e.source))
+            self.table.setItem(row, 2, QTableWidgetItem(e.translation or ""))
+        self.table.resizeRowsToContents()
+        self.status.setText(note)
+
+    def _export(self, fmt: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, f"Export captions as {fmt.upper()}", f"captions.{fmt}",
+                                              f"{fmt.upper()} (*.{fmt})")
+        if path:
+            self.export_requested.emit(path, fmt, self.which.currentData())

@@ -1,0 +1,275 @@
+"""The floating caption overlay: frameless, translucent, always on top, draggable and resizable.
+
+It shows two tracks, the spoken language and the translation, each the last
+``overlay.lines`` visual lines of its text. Committed text is solid; the
+unconfirmed tail of the unfinished line (and the partial translation) is drawn
+in the tentative colour and italic. Lines are wrapped greedily (see
+:mod:`app.layout`), so an update never reflows committed lines.
+
+Everything painted is recorded (:attr:`CaptionOverlay.painted`) and fed to
+normalized-erasure meters, so the flicker users actually see can be measured.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPainterPath
+from PySide6.QtWidgets import QMenu, QSizeGrip, QWidget
+
+from core.captions.metrics import ErasureMeter
+from core.captions.policy import CaptionView
+from core.settings import OverlaySettings
+
+from .layout import COMMITTED, TENTATIVE, VisualLine, line_text, wrap_paragraph
+
+PADDING = 14
+TRACK_GAP = 6
+
+
+class CaptionOverlay(QWidget):
+    """The caption window users keep on top of their meeting or video."""
+
+    geometry_changed = Signal()  # moved or resized by the user (the controller saves it)
+    hide_requested = Signal()
+    click_through_requested = Signal(bool)
+    settings_requested = Signal()
+
+    def __init__(self, settings: OverlaySettings, source_lang: str = "en", target_lang: str | None = None) -> None:
+        super().__init__(None)
+        self.setWindowTitle("Sotto captions")
+        self.setObjectName("captionOverlay")
+        self._base_flags = (Qt.WindowType.FramelessWindowHint | Qt.WindowType.Tool
+                            | Qt.WindowType.NoDropShadowWindowHint)
+        self.setWindowFlags(self._base_flags | Qt.WindowType.WindowStaysOnTopHint)
+        self.setAttribute(Qt.WidgetAttribute.WA_TranslucentBackground, True)
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        self.setMinimumSize(200, 60)
+        self._grip = QSizeGrip(self)
+        self._grip.resize(16, 16)
+        self._drag_offset: QPoint | None = None
+        self._view: CaptionView | None = None
+        self._placeholder = "Sotto is ready. Press Start to caption."
+        self._source_lang = source_lang
+        self._target_lang = target_lang
+        self.painted: list[tuple[str, str]] = []  # (source track, translation track) as drawn, one per change
+        self.source_meter = ErasureMeter(source_lang)
+        self.translation_meter = ErasureMeter(target_lang)
+        self._last_painted: tuple[str, str] | None = None
+        self.style = settings
+        self.apply_style(settings)
+        self.set_click_through(settings.click_through)
+
+    # -- configuration -----------------------------------------------------------------------
+    def apply_style(self, settings: OverlaySettings) -> None:
+        """Font, colours, opacity, number of lines and which tracks to show."""
+        self.style = settings
+        font = QFont(settings.font_family) if settings.font_family else QFont()
+        if not settings.font_family:
+            font.setStyleHint(QFont.StyleHint.SansSerif)
+        font.setPointSize(settings.font_size)
+        font.setWeight(QFont.Weight.DemiBold)
+        self._font = font
+        self._tentative_font = QFont(font)
+        self._tentative_font.setItalic(True)
+        self._metrics = QFontMetricsF(font)
+        self._tentative_metrics = QFontMetricsF(self._tentative_font)
+        self.resize(self.width(), max(self.height(), self.content_height()))
+        self.update()
+
+    def set_languages(self, source_lang: str, target_lang: str | None) -> None:
+        """The languages being shown (for the erasure meters' tokenisation)."""
+        if (source_lang, target_lang) != (self._source_lang, self._target_lang):
+            self._source_lang, self._target_lang = source_lang, target_lang
+            self.reset_meters()
+
+    def reset_meters(self) -> None:
+        """Start measuring afresh (a new session)."""
+        self.painted.clear()
+        self._last_painted = None
+        self.source_meter = ErasureMeter(self._source_lang)
+        self.translation_meter = ErasureMeter(self._target_lang)
+
+    def content_height(self) -> int:
+        """The height that fits the configured number of lines for the shown tracks."""
+        tracks = 2 if self.style.show == "both" else 1
+        line = self._metrics.lineSpacing()
+        return int(2 * PADDING + tracks * self.style.lines * line + (tracks - 1) * TRACK_GAP) + 1
+
+    def set_click_through(self, enabled: bool) -> None:
+        """Let the mouse pass through to the window below (and back)."""
+        visible = self.isVisible()
+        self.setWindowFlag(Qt.WindowType.WindowTransparentForInput, enabled)
+        self._grip.setVisible(not enabled)
+        if visible:
+            self.show()  # changing window flags hides a window; show it again where it was
+
+    @property
+    def click_through(self) -> bool:
+        """True when mouse input passes through."""
+        return bool(self.windowFlags() & Qt.WindowType.WindowTransparentForInput)
+
+    def set_stay_on_top(self, enabled: bool) -> None:
+        """Keep the overlay above all other windows (default) or not."""
+        visible = self.isVisible()
+        self.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, enabled)
+        if visible:
+            self.show()
+
+    @property
+    def stays_on_top(self) -> bool:
+        """True when the overlay is kept above other windows."""
+        return bool(self.windowFlags() & Qt.WindowType.WindowStaysOnTopHint)
+
+    def set_placeholder(self, text: str) -> None:
+        """What to show while there are no captions (state, or what went wrong)."""
+        self._placeholder = text
+        self.update()
+
+    # -- captions ----------------------------------------------------------------------------
+    def show_view(self, view: CaptionView) -> None:
+        """Show a new caption frame (UI thread)."""
+        self._view = view
+        self.update()
+
+    def clear(self) -> None:
+        """Forget the shown captions (a new session starts)."""
+        self._view = None
+        self.reset_meters()
+        self.update()
+
+    def _source_parts(self) -> list[list[tuple[str, str]]]:
+        view = self._view
+        if view is None:
+            return []
+        paragraphs = [[(line.sentence.text.strip(), COMMITTED)] for line in view.lines[-8:]]
+        partial = [(view.partial_committed.strip(), COMMITTED), (view.partial_tentative.strip(), TENTATIVE)]
+        if any(text for text, _ in partial):
+            paragraphs.append(partial)
+        return paragraphs
+
+    def _translation_parts(self) -> list[list[tuple[str, str]]]:
+        view = self._view
+        if view is None:
+            return []
+        paragraphs = [[((line.translation or "…").strip(), COMMITTED if line.translation else TENTATIVE)]
+                      for line in view.lines[-8:]]
+        if view.partial_translation.strip():
+            paragraphs.append([(view.partial_translation.strip(), TENTATIVE)])
+        return paragraphs
+
+    def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float) -> list[VisualLine]:
+        lines: list[VisualLine] = []
+        for parts in paragraphs:
+            lines += wrap_paragraph(parts, width, self._measure)
+        return lines
+
+    def _measure(self, text: str, style: str) -> float:
+        return (self._tentative_metrics if style == TENTATIVE else self._metrics).horizontalAdvance(text)
+
+    def visible_lines(self) -> tuple[list[VisualLine], list[VisualLine]]:
+        """The visual lines shown now: (source track, translation track), last ``lines`` of each."""
+        width = max(10.0, self.width() - 2 * PADDING)
+        n = self.style.lines
+        show = self.style.show
+        src = self._wrap(self._source_parts(), width)[-n:] if show in ("both", "source") else []
+        has_translation = self._target_lang is not None
+        tr = (self._wrap(self._translation_parts(), width)[-n:]
+              if show in ("both", "translation") and has_translation else [])
+        return src, tr
+
+    def full_text(self) -> tuple[str, str]:
+        """All caption text of this session as displayed (source, translation), for the NE meters."""
+        def flat(paragraphs):
+            return " ".join(" ".join(t for t, _ in p if t) for p in paragraphs).strip()
+
+        return flat(self._source_parts()), flat(self._translation_parts()).replace("…", "").strip()
+
+    # -- painting ----------------------------------------------------------------------------
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        bg = QColor(self.style.background_color)
+        bg.setAlphaF(max(0.0, min(1.0, self.style.opacity)))
+        path = QPainterPath()
+        path.addRoundedRect(self.rect().adjusted(0, 0, -1, -1), 12, 12)
+        painter.fillPath(path, bg)
+        src, tr = self.visible_lines()
+        y = float(PADDING)
+        spacing = self._metrics.lineSpacing()
+        if not src and not tr:
+            painter.setFont(self._tentative_font)
+            painter.setPen(QColor(self.style.tentative_color))
+            painter.drawText(QRect(PADDING, PADDING, self.width() - 2 * PADDING, self.height() - 2 * PADDING),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap,
+                             self._placeholder)
+        for lines, colour in ((src, self.style.text_color), (tr, self.style.translation_color)):
+            for line in lines:
+                x = float(PADDING)
+                for run in line:
+                    tentative = run.style == TENTATIVE
+                    painter.setFont(self._tentative_font if tentative else self._font)
+                    painter.setPen(QColor(self.style.tentative_color if tentative else colour))
+                    painter.drawText(int(x), int(y + self._metrics.ascent()), run.text)
+                    x += (self._tentative_metrics if tentative else self._metrics).horizontalAdvance(run.text)
+                y += spacing
+            if lines:
+                y += TRACK_GAP
+        painter.end()
+        self._record(src, tr)
+
+    def _record(self, src: list[VisualLine], tr: list[VisualLine]) -> None:
+        shown = ("\n".join(line_text(x) for x in src), "\n".join(line_text(x) for x in tr))
+        if shown == self._last_painted:
+            return
+        self._last_painted = shown
+        self.painted.append(shown)
+        full_src, full_tr = self.full_text()
+        self.source_meter.add(full_src)
+        if self._target_lang:
+            self.translation_meter.add(full_tr)
+
+    def displayed_ne(self) -> dict[str, float]:
+        """Normalized erasure of what was painted, per track."""
+        out = {"ne_source_painted": round(self.source_meter.value, 4)}
+        if self._target_lang:
+            out["ne_translation_painted"] = round(self.translation_meter.value, 4)
+        return out
+
+    # -- moving, resizing, menu ------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._grip.move(self.width() - self._grip.width() - 2, self.height() - self._grip.height() - 2)
+        super().resizeEvent(event)
+        if event.oldSize().isValid():
+            self.geometry_changed.emit()
+
+    def moveEvent(self, event) -> None:  # noqa: N802
+        super().moveEvent(event)
+        self.geometry_changed.emit()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if event.button() == Qt.MouseButton.LeftButton:
+            handle = self.windowHandle()
+            if handle is not None and handle.startSystemMove():  # Wayland and modern X11/Windows/macOS
+                event.accept()
+                return
+            self._drag_offset = event.globalPosition().toPoint() - self.frameGeometry().topLeft()
+            event.accept()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if self._drag_offset is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            self.move(event.globalPosition().toPoint() - self._drag_offset)
+            event.accept()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        self._drag_offset = None
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        menu = QMenu(self)
+        through = QAction("Click-through (mouse passes to the window below)", menu)
+        through.setCheckable(True)
+        through.triggered.connect(lambda on: QTimer.singleShot(0, lambda: self.click_through_requested.emit(on)))
+        menu.addAction(through)
+        menu.addAction("Settings…", self.settings_requested.emit)
+        menu.addAction("Hide captions", self.hide_requested.emit)
+        menu.exec(event.globalPos())

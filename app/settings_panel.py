@@ -1,0 +1,399 @@
+"""The settings panel (a view): every knob, applied live through the controller.
+
+The panel holds layout only. Each edit becomes ``change_requested(key, value)``;
+the controller validates and saves it and answers with :meth:`SettingsPanel.show_result`
+(the control snaps back to the saved value if the change was refused). Model
+downloads and the level meter are driven by the controller too.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QColorDialog, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
+    QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from core.models.store import ModelStatus, human_size
+from core.settings import TARGET_LANGUAGES, Settings
+
+LANGUAGE_NAMES = {
+    "none": "No translation", "en": "English", "de": "German", "ja": "Japanese", "zh": "Chinese", "fr": "French",
+    "es": "Spanish", "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "ko": "Korean", "ru": "Russian",
+}
+SPOKEN_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko", "ru")
+STATE_WORDS = {
+    "ready": "ready", "bundled": "bundled, prepared on first use", "downloadable": "not downloaded",
+    "partial": "partly downloaded (Download resumes)", "corrupt": "damaged (Download fetches it again)",
+    "local": "local file",
+}
+BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
+             "a little less accurate; 0 gives exactly plain greedy decoding.")
+MASK_HELP = ("Hides the last k words of an unfinished line until they settle. Display only: the translator "
+             "still sees them; in the draft: they are also left out of the translator's draft.")
+
+
+def _combo(items: list[tuple[str, str]]) -> QComboBox:
+    box = QComboBox()
+    for value, label in items:
+        box.addItem(label, value)
+    return box
+
+
+def _select(box: QComboBox, value: str) -> None:
+    i = box.findData(value)
+    if i < 0:
+        box.addItem(value, value)
+        i = box.count() - 1
+    box.blockSignals(True)
+    box.setCurrentIndex(i)
+    box.blockSignals(False)
+
+
+class ModelRow(QWidget):
+    """A model picker with its status, size, download progress, cancel and 'local file' button."""
+
+    download_requested = Signal(str)
+    cancel_requested = Signal(str)
+    choose_local = Signal()
+
+    def __init__(self, choices: list[ModelStatus]) -> None:
+        super().__init__()
+        self.combo = _combo([(m.name, f"{m.name} — {m.description}") for m in choices])
+        self.status = QLabel()
+        self.status.setObjectName("modelStatus")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setVisible(False)
+        self.download = QPushButton("Download")
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setVisible(False)
+        self.local = QPushButton("Local file…")
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.addWidget(self.combo, 0, 0, 1, 3)
+        grid.addWidget(self.local, 0, 3)
+        grid.addWidget(self.status, 1, 0)
+        grid.addWidget(self.progress, 1, 1)
+        grid.addWidget(self.download, 1, 2)
+        grid.addWidget(self.cancel, 1, 3)
+        self.download.clicked.connect(lambda: self.download_requested.emit(self.combo.currentData()))
+        self.cancel.clicked.connect(lambda: self.cancel_requested.emit(self.combo.currentData()))
+        self.local.clicked.connect(self.choose_local.emit)
+
+    def show_status(self, status: ModelStatus | None, name: str) -> None:
+        """Show a model's state and size; Download only where it helps."""
+        if status is None:
+            self.status.setText(f"{STATE_WORDS['local']}: {name}")
+            self.download.setVisible(False)
+            return
+        self.status.setText(f"{STATE_WORDS.get(status.state, status.state)} · {human_size(status.size)}")
+        self.download.setVisible(status.state in ("downloadable", "partial", "corrupt") and not self.cancel.isVisible())
+
+    def show_progress(self, fraction: float | None, text: str) -> None:
+        """Download progress (``fraction`` None: size unknown)."""
+        self.progress.setVisible(True)
+        self.cancel.setVisible(True)
+        self.download.setVisible(False)
+        if fraction is None:
+            self.progress.setRange(0, 0)
+        else:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * fraction))
+        self.progress.setFormat(text)
+        self.progress.setTextVisible(True)
+
+    def end_progress(self) -> None:
+        """The download ended (done, failed or cancelled)."""
+        self.progress.setVisible(False)
+        self.cancel.setVisible(False)
+
+
+class SettingsPanel(QDialog):
+    """All user settings in tabs; changes are requested, not applied, here."""
+
+    change_requested = Signal(str, object)  # key, value
+    download_requested = Signal(str)  # model name
+    cancel_download = Signal(str)
+    meter_wanted = Signal(bool)  # the Audio tab is shown / hidden
+
+    def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
+                 cuda_available: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Sotto settings")
+        self.setObjectName("settingsPanel")
+        self.resize(620, 470)
+        self._models = {m.name: m for m in models}
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._captions_tab(), "Captions")
+        self.tabs.addTab(self._languages_tab(), "Languages")
+        self.tabs.addTab(self._models_tab(models), "Models")
+        self.tabs.addTab(self._audio_tab(devices), "Audio")
+        self.tabs.addTab(self._display_tab(), "Display")
+        self.tabs.addTab(self._compute_tab(cuda_available), "Compute")
+        self.tabs.currentChanged.connect(self._tab_changed)
+        self.message = QLabel()
+        self.message.setObjectName("settingsMessage")
+        self.message.setWordWrap(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.message)
+        layout.addWidget(buttons)
+        self.load(settings)
+
+    # -- tabs ------------------------------------------------------------------------------------
+    def _captions_tab(self) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.beta = QSlider(Qt.Orientation.Horizontal)
+        self.beta.setRange(0, 100)
+        self.beta.setPageStep(5)
+        self.beta_value = QLabel()
+        row = QHBoxLayout()
+        row.addWidget(self.beta)
+        row.addWidget(self.beta_value)
+        form.addRow("Bias β", row)
+        help_label = QLabel(BETA_HELP)
+        help_label.setWordWrap(True)
+        form.addRow("", help_label)
+        self.engine = _combo([("ssbd", "Self-speculative (SSBD, uses β)"), ("ar", "Plain re-translation")])
+        form.addRow("Translation engine", self.engine)
+        self.mask_k = QSpinBox()
+        self.mask_k.setRange(0, 10)
+        form.addRow("Mask-k (hidden unstable words)", self.mask_k)
+        self.mask_mode = _combo([("display", "Display only"), ("draft", "Also in the translator's draft")])
+        form.addRow("Mask mode", self.mask_mode)
+        mask_help = QLabel(MASK_HELP)
+        mask_help.setWordWrap(True)
+        form.addRow("", mask_help)
+        self.beta.valueChanged.connect(lambda v: self.beta_value.setText(f"{v / 100:.2f}"))
+        self.beta.sliderReleased.connect(lambda: self.change_requested.emit("translation.beta", self.beta.value() / 100))
+        self.beta.actionTriggered.connect(self._beta_action)
+        self.engine.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("translation.engine", self.engine.currentData()))
+        self.mask_k.valueChanged.connect(lambda v: self.change_requested.emit("captions.mask_k", v))
+        self.mask_mode.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("captions.mask_mode", self.mask_mode.currentData()))
+        return w
+
+    def _beta_action(self, action: int) -> None:
+        # keyboard and page steps apply at once; dragging applies on release
+        if not self.beta.isSliderDown():
+            self.change_requested.emit("translation.beta", self.beta.sliderPosition() / 100)
+
+    def _languages_tab(self) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.spoken = _combo([(c, LANGUAGE_NAMES[c]) for c in SPOKEN_LANGUAGES])
+        self.target = _combo([(c, LANGUAGE_NAMES[c]) for c in TARGET_LANGUAGES])
+        form.addRow("Spoken language", self.spoken)
+        form.addRow("Translate into", self.target)
+        self.spoken.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("asr.language", self.spoken.currentData()))
+        self.target.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("translation.target", self.target.currentData()))
+        return w
+
+    def _models_tab(self, models: list[ModelStatus]) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.asr_model = ModelRow([m for m in models if m.kind == "whisper-ct2"])
+        self.translation_model = ModelRow([m for m in models if m.kind == "gguf"])
+        form.addRow("Speech model", self.asr_model)
+        form.addRow("Translation model", self.translation_model)
+        note = QLabel("Bundled models work offline at once. Bigger models are more accurate and need more "
+                      "memory and time; downloads resume where they stopped and are checked before use.")
+        note.setWordWrap(True)
+        form.addRow("", note)
+        for key, row, kind in (("asr.model", self.asr_model, "speech"),
+                               ("translation.model", self.translation_model, "translation")):
+            row.combo.currentIndexChanged.connect(lambda _=0, k=key, r=row: self.change_requested.emit(k, r.combo.currentData()))
+            row.download_requested.connect(self.download_requested.emit)
+            row.cancel_requested.connect(self.cancel_download.emit)
+            row.choose_local.connect(lambda k=key, kd=kind: self._choose_local(k, kd))
+        return w
+
+    def _choose_local(self, key: str, kind: str) -> None:
+        if kind == "speech":
+            path = QFileDialog.getExistingDirectory(self, "A faster-whisper (CTranslate2) model folder")
+        else:
+            path, _ = QFileDialog.getOpenFileName(self, "A GGUF translation model", "", "GGUF models (*.gguf)")
+        if path:
+            self.change_requested.emit(key, path)
+
+    def _audio_tab(self, devices: list[tuple[str, str]]) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.source = _combo([("mic", "Microphone"), ("demo", "Demo recording (JFK, 11 s)")])
+        self.choose_file = QPushButton("Audio file…")
+        row = QHBoxLayout()
+        row.addWidget(self.source, 1)
+        row.addWidget(self.choose_file)
+        form.addRow("Caption from", row)
+        self.device = _combo([("", "System default"), *devices])
+        form.addRow("Input device", self.device)
+        self.level = QProgressBar()
+        self.level.setObjectName("levelMeter")
+        self.level.setRange(-60, 0)
+        self.level.setValue(-60)
+        self.level.setFormat("%v dB")
+        form.addRow("Level", self.level)
+        self.level_note = QLabel("")
+        self.level_note.setWordWrap(True)
+        form.addRow("", self.level_note)
+        self.channel = _combo([("mix", "Mix all channels"), ("left", "Left"), ("right", "Right")])
+        form.addRow("Channel", self.channel)
+        self.source.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("audio.source", self.source.currentData()))
+        self.device.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("audio.device", self.device.currentData()))
+        self.channel.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("audio.channel", self.channel.currentData()))
+        self.choose_file.clicked.connect(self._choose_file)
+        return w
+
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "An audio or video file", "",
+                                              "Audio and video (*.wav *.flac *.mp3 *.m4a *.ogg *.opus *.mp4 *.mkv *.webm);;All files (*)")
+        if path:
+            self.change_requested.emit("audio.source", path)
+
+    def _display_tab(self) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.show_which = _combo([("both", "Speech and translation"), ("source", "Speech only"),
+                                  ("translation", "Translation only")])
+        form.addRow("Show", self.show_which)
+        self.lines = QSpinBox()
+        self.lines.setRange(1, 8)
+        form.addRow("Lines per language", self.lines)
+        self.font = QFontComboBox()
+        form.addRow("Font", self.font)
+        self.font_size = QSpinBox()
+        self.font_size.setRange(8, 96)
+        form.addRow("Font size", self.font_size)
+        self.colours: dict[str, QPushButton] = {}
+        for key, label in (("text_color", "Text"), ("tentative_color", "Unconfirmed words"),
+                           ("translation_color", "Translation"), ("background_color", "Background")):
+            button = QPushButton()
+            button.setObjectName(f"colour_{key}")
+            button.clicked.connect(lambda _=False, k=key: self._pick_colour(k))
+            self.colours[key] = button
+            form.addRow(label, button)
+        self.opacity = QSlider(Qt.Orientation.Horizontal)
+        self.opacity.setRange(0, 100)
+        form.addRow("Background opacity", self.opacity)
+        self.show_which.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("overlay.show", self.show_which.currentData()))
+        self.lines.valueChanged.connect(lambda v: self.change_requested.emit("overlay.lines", v))
+        self.font.currentFontChanged.connect(lambda f: self.change_requested.emit("overlay.font_family", f.family()))
+        self.font_size.valueChanged.connect(lambda v: self.change_requested.emit("overlay.font_size", v))
+        self.opacity.valueChanged.connect(lambda v: self.change_requested.emit("overlay.opacity", v / 100))
+        return w
+
+    def _pick_colour(self, key: str) -> None:
+        current = QColor(self.colours[key].property("colour") or "#ffffff")
+        colour = QColorDialog.getColor(current, self, "Choose a colour")
+        if colour.isValid():
+            self.change_requested.emit(f"overlay.{key}", colour.name())
+
+    def _compute_tab(self, cuda_available: bool) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        self.compute = _combo([("cpu", "CPU"), ("cuda", "NVIDIA GPU (CUDA)"), ("auto", "Automatic")])
+        cuda_item = self.compute.model().item(1)
+        if not cuda_available and cuda_item is not None:
+            cuda_item.setEnabled(False)
+            cuda_item.setToolTip("No CUDA GPU was found on this machine.")
+        form.addRow("Speech model runs on", self.compute)
+        self.gpu_layers = QSpinBox()
+        self.gpu_layers.setRange(-1, 999)
+        self.gpu_layers.setSpecialValueText("all (-1)")
+        form.addRow("Translator layers on the GPU", self.gpu_layers)
+        note = QLabel("Apple GPUs: the translator uses Metal when llama.cpp is built with it (set layers on "
+                      "the GPU above); the current speech engine runs on the CPU on a Mac.")
+        note.setWordWrap(True)
+        form.addRow("", note)
+        self.compute.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("asr.compute_device", self.compute.currentData()))
+        self.gpu_layers.valueChanged.connect(lambda v: self.change_requested.emit("translation.n_gpu_layers", v))
+        return w
+
+    def _tab_changed(self, index: int) -> None:
+        self.meter_wanted.emit(self.isVisible() and self.tabs.tabText(index) == "Audio")
+
+    # -- showing state -------------------------------------------------------------------------
+    def load(self, settings: Settings) -> None:
+        """Show ``settings`` in every control (without emitting change requests)."""
+        for widget in self.findChildren(QWidget):
+            widget.blockSignals(True)
+        try:
+            self.beta.setValue(round(settings.translation.beta * 100))
+            self.beta_value.setText(f"{settings.translation.beta:.2f}")
+            _select(self.engine, settings.translation.engine)
+            self.mask_k.setValue(settings.captions.mask_k)
+            _select(self.mask_mode, settings.captions.mask_mode)
+            _select(self.spoken, settings.asr.language)
+            _select(self.target, settings.translation.target)
+            _select(self.asr_model.combo, settings.asr.model)
+            _select(self.translation_model.combo, settings.translation.model)
+            _select(self.source, settings.audio.source)
+            _select(self.device, settings.audio.device)
+            _select(self.channel, settings.audio.channel)
+            ov = settings.overlay
+            _select(self.show_which, ov.show)
+            self.lines.setValue(ov.lines)
+            if ov.font_family:
+                self.font.setCurrentFont(ov.font_family)
+            self.font_size.setValue(ov.font_size)
+            for key, button in self.colours.items():
+                value = getattr(ov, key)
+                button.setProperty("colour", value)
+                button.setText(value)
+                button.setStyleSheet(f"background-color: {value}; color: {_contrast(value)};")
+            self.opacity.setValue(round(ov.opacity * 100))
+            _select(self.compute, settings.asr.compute_device)
+            self.gpu_layers.setValue(settings.translation.n_gpu_layers)
+        finally:
+            for widget in self.findChildren(QWidget):
+                widget.blockSignals(False)
+        self.show_model_status(self._models)
+
+    def show_model_status(self, statuses: dict[str, ModelStatus]) -> None:
+        """Refresh the models' state and size."""
+        self._models = statuses
+        for row in (self.asr_model, self.translation_model):
+            name = row.combo.currentData()
+            row.show_status(statuses.get(name), name)
+
+    def show_result(self, ok: bool, text: str) -> None:
+        """The controller's answer to the last change: refused (red) or a note."""
+        self.message.setProperty("refused", not ok)
+        self.message.setStyleSheet("color: #c0392b;" if not ok else "color: palette(text);")
+        self.message.setText(text)
+
+    def show_level(self, dbfs: float) -> None:
+        """A reading of the input level meter."""
+        self.level.setValue(int(max(-60.0, min(0.0, dbfs))))
+        self.level_note.setText("")
+
+    def show_level_error(self, text: str) -> None:
+        """The level meter could not read the device."""
+        self.level.setValue(-60)
+        self.level_note.setText(text)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._tab_changed(self.tabs.currentIndex())
+
+    def hideEvent(self, event) -> None:  # noqa: N802
+        super().hideEvent(event)
+        self.meter_wanted.emit(False)
+
+
+def _contrast(colour: str) -> str:
+    c = QColor(colour)
+    return "#000000" if (0.299 * c.red() + 0.587 * c.green() + 0.114 * c.blue()) > 140 else "#ffffff"

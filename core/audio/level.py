@@ -1,0 +1,81 @@
+"""A live input level meter for the settings panel (no Qt)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Callable
+
+import numpy as np
+
+from .. import logger
+from ..errors import AudioError
+from .sources import MicrophoneSource
+
+SILENCE_DB = -90.0
+
+
+def level_dbfs(samples: np.ndarray) -> float:
+    """RMS level of ``samples`` in dB relative to full scale (``SILENCE_DB`` for silence)."""
+    if samples.size == 0:
+        return SILENCE_DB
+    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))))
+    return max(SILENCE_DB, 20.0 * math.log10(rms)) if rms > 0 else SILENCE_DB
+
+
+class LevelMonitor:
+    """Opens an input device and reports its level about ``rate`` times a second on its own thread.
+
+    ``on_level(dbfs)`` gets each reading; ``on_error(message)`` gets a plain
+    sentence if the device cannot be opened or stops (the thread then ends).
+    """
+
+    def __init__(
+        self,
+        device: str | int | None,
+        on_level: Callable[[float], None],
+        on_error: Callable[[str], None],
+        rate: float = 15.0,
+    ) -> None:
+        self._device = device
+        self._on_level = on_level
+        self._on_error = on_error
+        self._interval = 1.0 / rate
+        self._stop = threading.Event()
+        self._source: MicrophoneSource | None = None
+        self._thread = threading.Thread(target=self._loop, name="sotto-level", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            self._source = MicrophoneSource(self._device or None)
+            if self._stop.is_set():
+                return
+            self._source.start()
+            while not self._stop.is_set():
+                chunk = self._source.read(self._interval, timeout=1.0)
+                if chunk is None:
+                    return
+                self._on_level(level_dbfs(chunk))
+        except AudioError as exc:
+            if not self._stop.is_set():
+                self._on_error(str(exc))
+        except Exception as exc:  # PortAudio errors of every kind: say so, never crash the UI
+            logger.exception("level meter failed")
+            if not self._stop.is_set():
+                self._on_error(f"The level meter could not read the input ({exc}).")
+        finally:
+            if self._source is not None:
+                self._source.stop()
+
+    def stop(self, timeout: float | None = 2.0) -> None:
+        """Close the device and end the thread."""
+        self._stop.set()
+        if self._source is not None:
+            self._source.stop()
+        self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()

@@ -1,0 +1,164 @@
+"""Caption history: every session's journal on disk, read back for browsing, search and export.
+
+Each caption session writes its :class:`~core.captions.journal.CaptionJournal`
+into its own folder under ``<data dir>/history``. The journal's
+``captions.jsonl`` is appended line by line as captions are produced, so after
+a crash (even ``kill -9``) everything committed is there; a half-written last
+line is skipped when reading. Only the unfinished (tentative) line can be lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SottoError
+from ..paths import data_dir
+from .subtitles import to_srt, to_vtt, write_text_atomic
+
+EXPORT_FORMATS = ("srt", "vtt", "txt")
+
+
+@dataclass
+class HistoryEntry:
+    """One committed caption: a finished sentence and its translation (None if none arrived)."""
+
+    index: int
+    start: float  # seconds from the start of the session's audio
+    end: float
+    source: str
+    translation: str | None = None
+
+
+@dataclass
+class HistorySession:
+    """One caption session read back from disk."""
+
+    path: Path
+    started: float  # Unix time
+    source: str = "?"
+    target: str | None = None
+    entries: list[HistoryEntry] = field(default_factory=list)
+    damaged_lines: int = 0  # lines that could not be read (a crash mid-write leaves at most one)
+
+    @property
+    def name(self) -> str:
+        """The folder name (unique, sortable by start time)."""
+        return self.path.name
+
+    @property
+    def title(self) -> str:
+        """A line for lists: date, time and what was captioned."""
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started))
+        what = Path(self.source).name if self.source not in ("?", "") else "captions"
+        return f"{stamp} — {what}" + (f" → {self.target}" if self.target else "")
+
+
+def read_session(path: Path) -> HistorySession:
+    """Read one session folder's ``captions.jsonl`` (tolerates a truncated last line)."""
+    path = Path(path)
+    journal = path / "captions.jsonl"
+    session = HistorySession(path, started=journal.stat().st_mtime if journal.exists() else 0.0)
+    if not journal.exists():
+        return session
+    by_index: dict[int, HistoryEntry] = {}
+    with open(journal, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                session.damaged_lines += 1
+                continue
+            kind = event.get("kind")
+            if kind == "session":
+                session.started = float(event.get("started", session.started))
+                session.source = str(event.get("source", "?"))
+                session.target = event.get("target")
+            elif kind == "source":
+                for s in event.get("sentences", []):
+                    entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip())
+                    by_index[entry.index] = entry
+                    session.entries.append(entry)
+            elif kind == "translation":
+                for fr in event.get("frozen", []):
+                    entry = by_index.get(int(fr["index"]))
+                    if entry is not None:
+                        entry.translation = str(fr["text"]).strip()
+    return session
+
+
+class CaptionHistory:
+    """The folder of all sessions: create new ones, list, search and export them."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else data_dir() / "history"
+
+    def new_session_dir(self) -> Path:
+        """A fresh, unique folder for a session starting now."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        base = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1000):
+            path = self.root / (base if n == 0 else f"{base}-{n}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+        raise SottoError(f"Could not create a history folder in {self.root}.")
+
+    def sessions(self) -> list[HistorySession]:
+        """All sessions, newest first (empty ones left out)."""
+        if not self.root.is_dir():
+            return []
+        out = [read_session(p) for p in sorted(self.root.iterdir(), reverse=True) if p.is_dir()]
+        return [s for s in out if s.entries]
+
+    def search(self, query: str) -> list[tuple[HistorySession, HistoryEntry]]:
+        """Entries whose source or translation contains ``query`` (case-insensitive), newest session first."""
+        q = query.casefold().strip()
+        hits = []
+        for session in self.sessions():
+            for entry in session.entries:
+                if not q or q in entry.source.casefold() or q in (entry.translation or "").casefold():
+                    hits.append((session, entry))
+        return hits
+
+
+def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = None, which: str = "both") -> Path:
+    """Write ``entries`` as SRT, VTT or plain text (``fmt`` defaults to the file's suffix).
+
+    ``which`` picks the lines: ``source``, ``translation`` or ``both`` (translation
+    under the source in each cue). Returns the path written.
+    """
+    path = Path(path)
+    fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if fmt not in EXPORT_FORMATS:
+        raise SottoError(f"Captions can be exported as {', '.join(EXPORT_FORMATS).upper()}, not '{fmt}'.")
+    if which not in ("source", "translation", "both"):
+        raise SottoError(f"Export 'source', 'translation' or 'both', not '{which}'.")
+
+    def text(e: HistoryEntry) -> str:
+        parts = []
+        if which in ("source", "both"):
+            parts.append(e.source)
+        if which in ("translation", "both") and e.translation:
+            parts.append(e.translation)
+        return "\n".join(parts)
+
+    cues = [(e.start, e.end, text(e)) for e in entries]
+    if fmt == "srt":
+        body = to_srt(cues)
+    elif fmt == "vtt":
+        body = to_vtt(cues)
+    else:
+        body = "".join(f"{c[2]}\n\n" if which == "both" else f"{c[2]}\n" for c in cues if c[2].strip())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, body)
+    except OSError as exc:
+        raise SottoError(f"Could not write {path} ({exc.strerror or exc}).") from exc
+    return path

@@ -1,0 +1,269 @@
+"""The caption service: long-lived workers that own the models and run caption sessions.
+
+A desktop app (or any other front end) talks to one :class:`CaptionService`:
+``start(source)``, ``pause``, ``stop``, ``apply_settings``, ``shutdown``. None of
+these block: commands go to the service's ASR thread (``sotto-asr``), which owns
+the speech model for the life of the service and runs each session's pipeline;
+the translator is owned by one long-lived translation thread
+(``sotto-translate``). Everything the front end shows arrives through a
+:class:`ServiceListener`, called on those threads. Each session is journaled to
+its own history folder as it is produced.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import logger
+from .asr.engine import ASREngine
+from .audio.sources import open_source
+from .captions.history import CaptionHistory
+from .captions.policy import CaptionView
+from .engines import create_asr_engine, create_translator
+from .errors import SottoError
+from .models.store import ModelStore
+from .paths import demo_sample
+from .pipeline import CaptionPipeline, Progress
+from .settings import Settings
+from .translate.translator import LlamaTranslator
+from .translate.worker import TranslationWorker
+
+IDLE, LOADING, RUNNING, PAUSED, STOPPING = "idle", "loading", "running", "paused", "stopping"
+
+# Settings that need the models reloaded (they apply at the next start); everything else is live.
+_RESTART_KEYS = {
+    "asr": ("model", "language", "compute_device", "engine", "min_chunk_s", "buffer_trim_s", "vad",
+            "vad_threshold", "vad_min_silence_s", "utterance_end_s"),
+    "translation": ("target", "model", "prompt_style", "n_gpu_layers", "n_threads", "reuse_prefix"),
+    "audio": ("device", "channel", "source"),
+}
+
+
+class ServiceListener(Protocol):
+    """What a front end receives; called on the service's threads, never the caller's."""
+
+    def on_view(self, view: CaptionView) -> None: ...
+
+    def on_progress(self, progress: Progress) -> None: ...
+
+    def on_message(self, level: str, text: str) -> None: ...
+
+    def on_state(self, state: str, detail: str) -> None: ...
+
+    def on_status(self, message: str, fraction: float | None) -> None: ...
+
+
+@dataclass
+class SessionInfo:
+    """The last finished session: where its captions are and its summary."""
+
+    directory: Path
+    summary: dict[str, Any]
+
+
+def restart_needed(old: Settings, new: Settings) -> list[str]:
+    """Keys changed between ``old`` and ``new`` that only apply when captions next start."""
+    changed = []
+    for section, names in _RESTART_KEYS.items():
+        a, b = getattr(old, section), getattr(new, section)
+        changed += [f"{section}.{n}" for n in names if getattr(a, n) != getattr(b, n)]
+    return changed
+
+
+def source_spec(settings: Settings) -> tuple[str, bool]:
+    """The source to open for ``audio.source`` and whether it is a live microphone."""
+    src = settings.audio.source or "mic"
+    if src == "mic":
+        return (f"mic:{settings.audio.device}" if settings.audio.device else "mic"), True
+    if src == "demo":
+        return str(demo_sample()), False
+    return src, False
+
+
+class CaptionService:
+    """Owns the engines on long-lived threads and runs one caption session at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        listener: ServiceListener,
+        store: ModelStore | None = None,
+        history: CaptionHistory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.listener = listener
+        self.store = store or ModelStore()
+        self.history = history or CaptionHistory()
+        self.state = IDLE
+        self.asr_engine: ASREngine | None = None
+        self.translator: LlamaTranslator | None = None
+        self.last_session: SessionInfo | None = None
+        self._asr_key: tuple | None = None
+        self._translator_key: tuple | None = None
+        self._pipeline: CaptionPipeline | None = None
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._commands: queue.Queue = queue.Queue()
+        self._translation_worker = TranslationWorker(name="sotto-translate")
+        self._thread = threading.Thread(target=self._loop, name="sotto-asr", daemon=True)
+        self._thread.start()
+
+    # -- commands (any thread; none of them blocks) -----------------------------------------
+    def start(self, spec: str | None = None) -> None:
+        """Start captioning ``spec`` (a file path, ``mic`` or ``mic:NAME``; default from settings)."""
+        with self._lock:
+            if self.state != IDLE:
+                return
+            self._idle.clear()
+            self._set_state(LOADING, "Preparing models…")
+        self._commands.put(("start", spec))
+
+    def preload(self) -> None:
+        """Load the models named in settings now, so the first start is quick."""
+        self._commands.put(("preload", None))
+
+    def stop(self) -> None:
+        """Stop the running session quickly; captions shown so far are kept."""
+        with self._lock:
+            if self.state in (IDLE, STOPPING):
+                return
+            pipeline = self._pipeline  # None while models load: the session stops as soon as it starts
+            self._set_state(STOPPING, "Stopping…")
+        if pipeline is not None:
+            pipeline.stop(quick=True)
+
+    def pause(self, paused: bool) -> None:
+        """Pause (the unfinished line is committed; nothing is captioned) or resume."""
+        with self._lock:
+            pipeline = self._pipeline
+            if pipeline is None or self.state not in (RUNNING, PAUSED):
+                return
+            pipeline.pause(paused)
+            self._set_state(PAUSED if paused else RUNNING, "Paused" if paused else "Listening")
+
+    def apply_settings(self, settings: Settings) -> list[str]:
+        """Use ``settings`` from now on. β, the translation engine and mask-k apply at once,
+        also mid-session; the keys returned apply when captions next start."""
+        with self._lock:
+            later = restart_needed(self.settings, settings)
+            self.settings = settings
+            pipeline = self._pipeline
+        if pipeline is not None:
+            pipeline.apply_settings(settings)
+        elif self.translator is not None:
+            tr, cap = settings.translation, settings.captions
+            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
+                                      cap.mask_k if cap.mask_mode == "draft" else 0)
+        return later if pipeline is not None or self.asr_engine is not None else []
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no session runs (for scripts and tests); False on timeout."""
+        return self._idle.wait(timeout)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop any session, end both threads and free the models."""
+        self.stop()
+        self._commands.put(None)  # sentinel
+        self._thread.join(timeout)
+        self._translation_worker.close(timeout)
+        if self.translator is not None:
+            self.translator.close()
+            self.translator = None
+        self.asr_engine = None
+
+    @property
+    def threads_alive(self) -> list[str]:
+        """Names of this service's threads still running."""
+        out = [self._thread.name] if self._thread.is_alive() else []
+        if self._translation_worker.alive:
+            out.append("sotto-translate")
+        return out
+
+    @property
+    def pipeline(self) -> CaptionPipeline | None:
+        """The running session's pipeline, if any."""
+        return self._pipeline
+
+    # -- the ASR thread ------------------------------------------------------------------------
+    def _set_state(self, state: str, detail: str = "") -> None:
+        self.state = state
+        self.listener.on_state(state, detail)
+
+    def _loop(self) -> None:
+        while True:
+            command = self._commands.get()
+            if command is None:
+                return
+            kind, arg = command
+            try:
+                if kind == "preload":
+                    self._load_engines()
+                elif kind == "start":
+                    self._run_session(arg)
+            except SottoError as exc:
+                logger.error("%s", exc, exc_info=True)
+                self.listener.on_message("error", str(exc))
+            except Exception as exc:  # a bug must not kill the service thread
+                logger.exception("caption session failed")
+                self.listener.on_message("error", f"Captioning stopped unexpectedly ({type(exc).__name__}: {exc}); "
+                                                  "details are in the log file.")
+            finally:
+                if kind == "start":
+                    with self._lock:
+                        self._pipeline = None
+                        self._set_state(IDLE, "")
+                    self._idle.set()
+
+    def _load_engines(self) -> None:
+        settings = self.settings
+        asr_key = (settings.asr.engine, settings.asr.model, settings.asr.compute_device)
+        if self.asr_engine is None or asr_key != self._asr_key:
+            self.asr_engine = None
+            self.asr_engine = create_asr_engine(settings, self.store, self.listener.on_status)
+            self._asr_key = asr_key
+        tr = settings.translation
+        tr_key = (tr.target, tr.model, settings.asr.language, tr.prompt_style, tr.n_threads, tr.n_gpu_layers,
+                  tr.reuse_prefix)
+        if tr_key != self._translator_key:
+            if self.translator is not None:
+                self.translator.close()
+                self.translator = None
+            self._translator_key = None
+            self.translator = create_translator(settings, self.store, self.listener.on_status)
+            self._translator_key = tr_key
+        elif self.translator is not None:
+            cap = settings.captions
+            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
+                                      cap.mask_k if cap.mask_mode == "draft" else 0)
+        self.listener.on_status("Models ready", 1.0)
+
+    def _run_session(self, spec: str | None) -> None:
+        self._load_engines()
+        settings = self.settings
+        live = True
+        if spec is None:
+            spec, live = source_spec(settings)
+        else:
+            live = spec == "mic" or spec.startswith("mic:")
+        source = open_source(spec, realtime=True, channel=settings.audio.channel)
+        directory = self.history.new_session_dir()
+        assert self.asr_engine is not None
+        pipeline = CaptionPipeline(settings, self.asr_engine, self.translator, self.listener, directory,
+                                   realtime=True, translation_worker=self._translation_worker)
+        with self._lock:
+            stop_requested = self.state == STOPPING
+            self._pipeline = pipeline
+            if not stop_requested:
+                what = "the microphone" if live else Path(spec).name
+                self._set_state(RUNNING, f"Listening to {what}")
+        if stop_requested:
+            pipeline.stop(quick=True)
+        summary = pipeline.run(source)
+        self.last_session = SessionInfo(directory, summary)
+        if summary.get("no_speech") and summary.get("completed"):
+            self.listener.on_message("info", f"No speech was heard in {getattr(source, 'name', spec)}.")

@@ -1,0 +1,388 @@
+"""The desktop app with pytest-qt, offscreen, driving real models on shared recordings.
+
+Each test gets its own settings and history directories. The controller's
+caption service loads the bundled models on its own threads, as in the app.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.qt
+
+
+@pytest.fixture()
+def app_dirs(tmp_path: Path, monkeypatch) -> Path:
+    """Private settings and data directories for one test."""
+    monkeypatch.setenv("SOTTO_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.fixture()
+def controller(qtbot, app_dirs):
+    from app.controller import AppController
+
+    c = AppController(show_windows=False)
+    yield c
+    c.shutdown()
+
+
+def _wait_models(qtbot, controller) -> None:
+    qtbot.waitUntil(lambda: controller.service.asr_engine is not None and
+                    (controller.service.translator is not None or controller.settings.translation.target == "none"),
+                    timeout=120_000)
+
+
+def _sotto_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("sotto-") and t.is_alive()]
+
+
+def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtbot, controller, shared):
+    from app.layout import COMMITTED, line_text, wrap_paragraph
+    from core.captions.history import read_session
+
+    views = []
+    controller.bridge.view_changed.connect(views.append)
+    assert controller.apply_setting("audio.source", str(shared / "asr" / "jfk.flac"))
+    controller.overlay.show()
+    qtbot.waitExposed(controller.overlay)
+    controller.toggle_start()
+    qtbot.waitUntil(lambda: controller.service.state == "running", timeout=120_000)
+    assert controller.window.start.text() == "Stop"
+    qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=120_000)
+    qtbot.waitUntil(lambda: bool(controller.overlay.painted) and "country" in controller.overlay.painted[-1][0].lower(),
+                    timeout=10_000)
+
+    overlay = controller.overlay
+    source_painted, translation_painted = overlay.painted[-1]
+    assert "country" in source_painted.lower()
+    assert translation_painted.strip(), "the German translation was painted"
+    ne = overlay.displayed_ne()
+    assert set(ne) == {"ne_source_painted", "ne_translation_painted"} and ne["ne_source_painted"] >= 0
+    # the journal of the session holds the committed caption and its translation
+    session = read_session(controller.service.last_session.directory)
+    assert session.entries and "country" in session.entries[-1].source.lower() and session.entries[-1].translation
+
+    # committed text never reflows: the complete visual lines of each frame's committed part come back
+    # unchanged at the start of the next frame's layout of the same unfinished sentence
+    width = overlay.width() - 28
+    checked = 0
+    for before, after in zip(views, views[1:]):
+        if len(after.lines) != len(before.lines) or not before.partial_committed:
+            continue
+        old = wrap_paragraph([(before.partial_committed, COMMITTED)], width, overlay._measure)
+        new = wrap_paragraph([(after.partial_committed, COMMITTED), (after.partial_tentative, "tentative")],
+                             width, overlay._measure)
+        assert after.partial_committed.strip().startswith(before.partial_committed.strip())
+        assert [line_text(x) for x in old[:-1]] == [line_text(x) for x in new[: len(old) - 1]]
+        checked += 1
+    assert checked >= 1 and len(views) >= 3
+
+
+def test_committed_lines_keep_their_wrapping_as_text_grows(qtbot):
+    from app.layout import COMMITTED, TENTATIVE, line_text, wrap_paragraph
+    from app.overlay import CaptionOverlay
+    from core.settings import OverlaySettings
+
+    overlay = CaptionOverlay(OverlaySettings())
+    qtbot.addWidget(overlay)
+    words = ("ask not what your country can do for you ask what you can do for your country "
+             "my fellow citizens of the world ask not what America will do for you").split()
+    for width in (180.0, 260.0, 420.0):
+        previous: list[str] | None = None
+        for n in range(1, len(words) + 1):
+            committed = " ".join(words[: max(0, n - 3)])
+            tentative = " ".join(words[max(0, n - 3): n])
+            lines = wrap_paragraph([(committed, COMMITTED), (tentative, TENTATIVE)], width, overlay._measure)
+            assert all(overlay._measure(line_text(x), COMMITTED) <= width + 1 or len(line_text(x).split()) == 1
+                       for x in lines)
+            committed_lines = [line_text(x) for x in wrap_paragraph([(committed, COMMITTED)], width, overlay._measure)]
+            if previous:
+                assert committed_lines[: len(previous) - 1] == previous[:-1]
+            previous = committed_lines
+    # Chinese and Japanese wrap between characters
+    cjk = wrap_paragraph([("我们今天讨论的是本地实时字幕和翻译的问题", COMMITTED)], 120.0, overlay._measure)
+    assert len(cjk) > 1 and "".join(line_text(x) for x in cjk) == "我们今天讨论的是本地实时字幕和翻译的问题"
+
+
+def test_beta_change_in_settings_reaches_the_translator(qtbot, controller):
+    from core.settings import load_settings
+
+    _wait_models(qtbot, controller)
+    translator = controller.service.translator
+    panel = controller.show_settings()
+    qtbot.waitExposed(panel)
+    panel.tabs.setCurrentIndex(0)
+    panel.beta.setFocus()
+    qtbot.keyClick(panel.beta, Qt.Key.Key_End)  # β = 1.0
+    assert controller.settings.translation.beta == 1.0
+    assert load_settings().translation.beta == 1.0
+    assert translator.options.beta == 1.0
+    # and it changes what the real model does: with β = 1 any draft is accepted whole
+    draft = translator.runner.tokenize(" Katze Fahrrad Himmel")
+    result = translator.translate("Good morning, everyone.", draft)
+    assert result.accepted_tokens == len(draft) and result.draft_tokens == len(draft)
+    qtbot.keyClick(panel.beta, Qt.Key.Key_Home)  # β = 0: plain greedy decoding
+    assert translator.options.beta == 0.0 and load_settings().translation.beta == 0.0
+    result = translator.translate("Good morning, everyone.", draft)
+    assert result.accepted_tokens < len(draft)
+    # the engine choice reaches it too: plain re-translation means no bias at all
+    panel.engine.setCurrentIndex(panel.engine.findData("ar"))
+    assert translator.options.beta is None
+
+
+def test_click_through_and_stay_on_top_flags_are_set_and_cleared(qtbot, controller):
+    from core.settings import load_settings
+
+    overlay = controller.overlay
+    controller.set_overlay_visible(True)
+    qtbot.waitExposed(overlay)
+    flags = overlay.windowFlags()
+    assert flags & Qt.WindowType.WindowStaysOnTopHint and flags & Qt.WindowType.FramelessWindowHint
+    assert overlay.testAttribute(Qt.WidgetAttribute.WA_TranslucentBackground)
+    assert not overlay.click_through
+    controller.window.click_through.click()  # the control window's check box
+    assert overlay.click_through and overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
+    assert overlay.isVisible(), "changing flags must not hide the overlay"
+    assert load_settings().overlay.click_through is True
+    controller.window.click_through.click()
+    assert not overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
+    assert load_settings().overlay.click_through is False
+    overlay.set_stay_on_top(False)
+    assert not overlay.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+    overlay.set_stay_on_top(True)
+    assert overlay.stays_on_top and overlay.isVisible()
+    controller.window.overlay.click()  # hide from the control window
+    assert not overlay.isVisible() and load_settings().overlay.visible is False
+
+
+def test_overlay_geometry_and_style_are_remembered(qtbot, app_dirs):
+    from app.controller import AppController
+    from core.settings import load_settings
+
+    c = AppController(show_windows=False)
+    try:
+        c.overlay.setGeometry(123, 77, 640, 150)
+        c._save_geometry()
+        assert c.apply_setting("overlay.font_size", 30)
+        assert c.apply_setting("overlay.lines", 3)
+    finally:
+        c.shutdown()
+    saved = load_settings().overlay
+    assert (saved.x, saved.y, saved.width) == (123, 77, 640) and saved.font_size == 30 and saved.lines == 3
+    c2 = AppController(show_windows=False)
+    try:
+        g = c2.overlay.geometry()
+        assert (g.x(), g.y(), g.width()) == (123, 77, 640)
+        assert g.height() >= c2.overlay.content_height()
+    finally:
+        c2.shutdown()
+
+
+def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs):
+    from core.settings import settings_path
+
+    panel = controller.show_settings()
+    assert controller.apply_setting("captions.mask_k", 5)
+    saved = settings_path().read_text()
+    assert not controller.apply_setting("translation.beta", 1.5)
+    assert "translation.beta must be between 0.0 and 1.0" in panel.message.text()
+    assert panel.message.property("refused") is True
+    assert not controller.apply_setting("translation.model", str(app_dirs / "missing.gguf"))
+    assert "There is no model at" in panel.message.text()
+    assert not controller.apply_setting("asr.model", "gemma-3-270m")
+    assert "translation model" in panel.message.text()
+    assert not controller.apply_setting("overlay.text_color", "red-ish")
+    # through the panel itself: tiny.en cannot listen to German; the combo snaps back to English
+    panel.spoken.setCurrentIndex(panel.spoken.findData("de"))
+    assert "English only" in panel.message.text()
+    assert panel.spoken.currentData() == "en"
+    assert settings_path().read_text() == saved, "refused changes are not saved"
+    assert controller.settings.captions.mask_k == 5 and controller.settings.translation.beta == 0.2
+
+
+def test_stop_is_quick_and_leaves_no_threads(qtbot, controller, shared):
+    views = []
+    controller.bridge.view_changed.connect(views.append)
+    controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
+    controller.toggle_start()
+    qtbot.waitUntil(lambda: any(v.partial_source or v.lines for v in views), timeout=120_000)
+    t0 = time.monotonic()
+    controller.toggle_start()  # Stop
+    qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
+    stop_seconds = time.monotonic() - t0
+    print(f"stop took {stop_seconds:.2f} s")
+    shown = views[-1]
+    assert shown.lines, "the unfinished line was committed at stop"
+    session = controller.service.last_session
+    assert session is not None and session.summary["completed"] is False
+    controller.shutdown()
+    assert controller.service.threads_alive == []
+    assert _sotto_threads() == []
+
+
+def test_pause_commits_the_line_and_resume_continues(qtbot, controller, shared):
+    views = []
+    controller.bridge.view_changed.connect(views.append)
+    controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
+    controller.toggle_start()
+    qtbot.waitUntil(lambda: any(v.partial_source for v in views), timeout=120_000)
+    controller.window.pause.click()
+    qtbot.waitUntil(lambda: controller.service.state == "paused", timeout=5_000)
+    qtbot.waitUntil(lambda: bool(views and not views[-1].partial_source and views[-1].lines), timeout=30_000)
+    committed = len(views[-1].lines)
+    controller.window.pause.click()  # resume
+    qtbot.waitUntil(lambda: controller.service.state == "running", timeout=5_000)
+    qtbot.waitUntil(lambda: len(views[-1].lines) > committed or bool(views[-1].partial_source), timeout=60_000)
+    controller.toggle_start()
+    qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
+
+
+_CRASH_SCRIPT = textwrap.dedent("""
+    import sys
+    from core.service import CaptionService
+    from core.settings import Settings
+
+    class Listener:
+        def on_view(self, view): pass
+        def on_progress(self, progress): pass
+        def on_message(self, level, text): print(level, text, flush=True)
+        def on_state(self, state, detail): print("state", state, flush=True)
+        def on_status(self, message, fraction): pass
+
+    service = CaptionService(Settings().with_value("audio.source", sys.argv[1]), Listener())
+    service.start()
+    service.wait_idle()
+""")
+
+
+def _parse_srt(text: str) -> list[tuple[int, str, str, str]]:
+    cues = []
+    for block in text.strip().split("\n\n"):
+        lines = block.splitlines()
+        m = re.fullmatch(r"(\d\d):(\d\d):(\d\d),(\d{3}) --> (\d\d):(\d\d):(\d\d),(\d{3})", lines[1])
+        assert lines[0].isdigit() and m, block
+        cues.append((int(lines[0]), lines[1].split(" --> ")[0], lines[1].split(" --> ")[1], "\n".join(lines[2:])))
+    return cues
+
+
+def _parse_vtt(text: str) -> list[tuple[str, str, str]]:
+    assert text.startswith("WEBVTT\n")
+    cues = []
+    for block in text.split("\n\n")[1:]:
+        if not block.strip():
+            continue
+        lines = block.strip().splitlines()
+        assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3} --> \d\d:\d\d:\d\d\.\d{3}", lines[0]), block
+        start, end = lines[0].split(" --> ")
+        assert start < end
+        cues.append((start, end, "\n".join(lines[1:])))
+    return cues
+
+
+def test_history_survives_a_crash_and_exports_parse(qtbot, controller, app_dirs, shared):
+    from core.captions.history import CaptionHistory, read_session
+
+    env = {**os.environ, "SOTTO_DATA_DIR": str(app_dirs / "data"), "PYTHONPATH": str(ROOT)}
+    recording = shared / "asr" / "librivox_shakespeare_sonnet001.wav"
+    proc = subprocess.Popen([sys.executable, "-c", _CRASH_SCRIPT, str(recording)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    history = CaptionHistory(app_dirs / "data" / "history")
+    try:
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:  # polling another process's file; nothing to wait on
+            dirs = list(history.root.glob("*")) if history.root.exists() else []
+            if dirs and len(read_session(dirs[0]).entries) >= 2:
+                break
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        else:
+            raise AssertionError("no captions were journaled")
+        before = read_session(dirs[0])
+        proc.send_signal(signal.SIGKILL)  # a crash: no chance to flush or close anything
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    after = read_session(dirs[0])
+    assert len(after.entries) >= len(before.entries) >= 2
+    assert [e.source for e in after.entries[: len(before.entries)]] == [e.source for e in before.entries]
+    assert not (dirs[0] / "summary.json").exists(), "the process really died before finishing"
+    # a write torn mid-line is skipped, not fatal
+    with open(dirs[0] / "captions.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"kind": "source", "sentences": [{"index": 99, "sta')
+    torn = read_session(dirs[0])
+    assert torn.damaged_lines == 1 and len(torn.entries) == len(after.entries)
+
+    # the history window lists it, searches it and exports it
+    window = controller.show_history()
+    qtbot.waitExposed(window)
+    assert window.sessions.count() == 1 and window.table.rowCount() == len(after.entries)
+    word = after.entries[0].source.split()[-1].strip(",.;")
+    window.search.setText(word.upper())
+    assert window.table.rowCount() >= 1 and word.lower() in window.table.item(0, 1).text().lower()
+    window.search.setText("")
+    window.sessions.setCurrentRow(0)
+    out = app_dirs / "export"
+    srt = controller.export_history(str(out / "c.srt"), "srt", "both")
+    vtt = controller.export_history(str(out / "c.vtt"), "vtt", "source")
+    txt = controller.export_history(str(out / "c.txt"), "txt", "translation")
+    cues = _parse_srt(srt.read_text())
+    assert [c[0] for c in cues] == list(range(1, len(after.entries) + 1))
+    assert all(c[1] < c[2] for c in cues) and [c[1] for c in cues] == sorted(c[1] for c in cues)
+    assert cues[0][3].splitlines()[0] == after.entries[0].source
+    vcues = _parse_vtt(vtt.read_text())
+    assert [c[2] for c in vcues] == [e.source for e in after.entries]
+    assert txt.read_text().splitlines() == [e.translation for e in after.entries if e.translation]
+    assert controller.export_history(str(out / "c.doc"), "doc", "both") is None
+    assert "not 'doc'" in window.status.text()
+
+
+def test_screenshot_renders_real_captions(qtbot, tmp_path, shared):
+    from PySide6.QtGui import QImage
+
+    from app.main import screenshot
+
+    overlay_png, settings_png = screenshot(tmp_path, shared / "asr" / "jfk.flac")
+    image = QImage(str(overlay_png))
+    assert image.width() > 600 and image.height() > 100
+    colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
+    assert "#ffffff" in colours or len(colours) > 50, "caption text was drawn"
+    assert QImage(str(settings_png)).width() > 400
+
+
+def test_run_without_a_display_falls_back_to_terminal_captions(shared):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    clip = shared / "asr" / "librispeech_1089-134686-0001.flac"
+    proc = subprocess.run([sys.executable, "-m", "core.cli", "run", "--source", str(clip), "--target", "none"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "No display was found" in proc.stderr and "terminal instead" in proc.stderr
+    assert proc.stdout.strip(), "captions were printed"
+
+
+def test_desktop_entry_points_at_the_run_command(tmp_path, monkeypatch):
+    from app.main import desktop_entry, install_desktop_entry
+
+    text = desktop_entry()
+    exec_line = next(line for line in text.splitlines() if line.startswith("Exec="))
+    icon_line = next(line for line in text.splitlines() if line.startswith("Icon="))
+    assert str(ROOT / "packaging" / "run.sh") in exec_line
+    assert Path(icon_line[5:]).is_file()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    path = install_desktop_entry()
+    assert path == tmp_path / "applications" / "sotto.desktop" and path.read_text() == text
