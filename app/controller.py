@@ -68,6 +68,7 @@ class AppController(QObject):
         self.history_window: HistoryWindow | None = None
         self.downloads = ModelDownloads(self.store)
         self._level: LevelMonitor | None = None
+        self._meter_on = False
         self._level_signals = _LevelSignals()
         self._geometry_timer = QTimer(self)
         self._geometry_timer.setSingleShot(True)
@@ -202,7 +203,7 @@ class AppController(QObject):
             self.overlay.apply_style(new.overlay)
         if key in ("asr.language", "translation.target") and self.service.state == IDLE:
             self.overlay.set_languages(new.asr.language, self._target())
-        if key == "audio.device" and self._level is not None:
+        if key in ("audio.device", "audio.source") and self._meter_on:
             self._meter(True)
         note = "Saved."
         if later and self.service.state != IDLE:
@@ -279,12 +280,15 @@ class AppController(QObject):
         self._answer(not message, message or f"Download of {name} paused; Download resumes it.")
 
     def _meter(self, wanted: bool) -> None:
+        self._meter_on = wanted
         if self._level is not None:
             self._level.stop()
             self._level = None
         if wanted and self.settings.audio.source == "mic":
             signals = self._level_signals
             self._level = LevelMonitor(self.settings.audio.device, signals.level.emit, signals.error.emit)
+        elif wanted and self.panel is not None:
+            self.panel.show_level_error("The meter listens to the microphone; choose Microphone above to use it.")
 
     # -- history -----------------------------------------------------------------------------------------
     def show_history(self) -> HistoryWindow:

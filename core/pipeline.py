@@ -152,7 +152,7 @@ class CaptionPipeline:
             if self.translator is not None:
                 self.translator.interrupt()  # frees the CPU within one model call
             if source is not None:
-                source.stop()  # wakes a blocked read at once (thread-safe for both source kinds)
+                source.interrupt()  # wakes a blocked read at once; the run loop closes the source
 
     def pause(self, paused: bool) -> None:
         """Pause or resume (thread-safe). Pausing commits the unfinished line; audio

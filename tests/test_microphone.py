@@ -103,3 +103,32 @@ def test_device_that_disappears_is_reported_and_captions_kept(pulse, shared, tmp
     assert line and ("stopped" in line[0] or "unplugged" in line[0]), stderr
     assert (out / "summary.json").exists()
     assert "country" in (out / "captions.jsonl").read_text().lower()
+
+
+_LEVEL_SCRIPT = """
+import sys, threading, time
+from core.audio.level import LevelMonitor
+t0 = time.monotonic()
+done = threading.Event()
+monitor = LevelMonitor("pulse", lambda db: print(f"{time.monotonic() - t0:.2f} {db:.1f}", flush=True),
+                       lambda msg: (print("error", msg, flush=True), done.set()))
+done.wait(float(sys.argv[1]))
+monitor.stop()
+print("alive", monitor.alive, flush=True)
+"""
+
+
+def test_level_meter_follows_the_microphone(pulse, shared):
+    proc = subprocess.Popen([sys.executable, "-c", _LEVEL_SCRIPT, "7"], cwd=ROOT, env=pulse,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # quiet first: the meter must read silence
+    subprocess.run(["paplay", "--device=feed", str(shared / "asr" / "jfk.flac")], env=pulse, check=True, timeout=60)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "error" not in stdout, stdout
+    readings = [tuple(map(float, line.split())) for line in stdout.splitlines() if line[:1].isdigit()]
+    quiet = [db for t, db in readings if t < 1.5]
+    loud = [db for t, db in readings if 3.0 < t < 9.0]
+    assert quiet and loud and len(readings) > 40, stdout
+    assert max(quiet) < -60 and max(loud) > -35, (quiet, loud)
+    assert stdout.strip().endswith("alive False")

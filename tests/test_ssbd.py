@@ -118,3 +118,37 @@ def test_empty_and_non_utf8_sources(tr):
     result = tr.translate(broken)
     assert result.text and "\udce9" not in result.text
     _use(tr)
+
+
+def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de):
+    """One long-lived thread: a session translates everything queued; a cancelled one
+    interrupts the model at its next call; the same thread serves the next session."""
+    import threading
+
+    from core.asr.types import CaptionUpdate, Sentence
+    from core.translate.streaming import StreamingTranslator
+    from core.translate.worker import TranslationWorker
+
+    worker = TranslationWorker(name="sotto-translate-test")
+    results, errors = [], []
+    worker.begin(StreamingTranslator(translator_de), results.append, errors.append)
+    sentences = [Sentence(i, text, float(i), float(i) + 1) for i, text in
+                 enumerate(["The weather is nice today.", "We are going to the market."])]
+    worker.submit(CaptionUpdate(sentences, "", "", 2.0, 2.0))
+    assert worker.finish() == []
+    assert [f.text for r in results for f in r.frozen] and len([f for r in results for f in r.frozen]) == 2
+    assert not errors and worker.alive
+
+    results.clear()
+    worker.begin(StreamingTranslator(translator_de), results.append, errors.append)
+    long = [Sentence(10 + i, "This is a rather long sentence about the history of the town and its river.",
+                     float(i), float(i) + 1) for i in range(4)]
+    worker.submit(CaptionUpdate(long, "", "", 4.0, 4.0))
+    left = worker.finish(cancel=True)
+    assert sum(len(r.frozen) for r in results) < 4 and not errors, "the cancel interrupted the model"
+    assert worker.alive
+    # the translator works normally afterwards (the interrupt was cleared)
+    assert translator_de.translate("Good morning.").text
+    worker.close()
+    assert not worker.alive
+    assert "sotto-translate-test" not in [t.name for t in threading.enumerate()]

@@ -72,7 +72,7 @@ class LevelMonitor:
         """Close the device and end the thread."""
         self._stop.set()
         if self._source is not None:
-            self._source.stop()
+            self._source.interrupt()  # the thread closes the stream itself
         self._thread.join(timeout)
 
     @property

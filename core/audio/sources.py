@@ -34,6 +34,8 @@ class AudioSource(Protocol):
 
     def stop(self) -> None: ...
 
+    def interrupt(self) -> None: ...
+
     @property
     def duration(self) -> float | None: ...
 
@@ -70,6 +72,10 @@ class FileSource:
 
     def stop(self) -> None:
         """End the stream early; a blocked ``read`` returns at once."""
+        self._stop.set()
+
+    def interrupt(self) -> None:
+        """From another thread: make a blocked ``read`` return None (same as :meth:`stop` for a file)."""
         self._stop.set()
 
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
@@ -304,6 +310,15 @@ class MicrophoneSource:
         frame.sample_rate = self._rate
         out = [f.to_ndarray().reshape(-1) for f in self._resampler.resample(frame)]
         return np.concatenate(out).astype(np.float32) if out else np.zeros(0, dtype=np.float32)
+
+    def interrupt(self) -> None:
+        """From another thread: make a blocked ``read`` return None at once.
+
+        The stream itself is closed by :meth:`stop` on the reading thread; closing a
+        PortAudio stream from two threads at once can hang.
+        """
+        self._stopped.set()
+        self._ring.close()
 
     def stop(self) -> None:
         """Stop and close the stream; a blocked ``read`` returns None."""
