@@ -44,7 +44,7 @@ class AppController(QObject):
     """Owns the windows, the settings and the caption service for one app run."""
 
     def __init__(self, store: ModelStore | None = None, history: CaptionHistory | None = None,
-                 show_windows: bool = True) -> None:
+                 show_windows: bool = True, preload: bool = True) -> None:
         super().__init__()
         self.store = store or ModelStore()
         self.history = history or CaptionHistory()
@@ -91,7 +91,8 @@ class AppController(QObject):
             self.window.show_message("info", (
                 "Welcome to Sotto. The bundled models are ready: Whisper tiny.en for English speech and "
                 "Gemma 3 270M for translation. Bigger, more accurate models are in Settings → Models."))
-        self.service.preload()
+        if preload:
+            self.service.preload()
 
     # -- wiring ------------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -201,6 +202,8 @@ class AppController(QObject):
         later = self.service.apply_settings(new)
         if key.startswith("overlay."):
             self.overlay.apply_style(new.overlay)
+        if key in _MODEL_KINDS:
+            self._refresh_models()
         if key in ("asr.language", "translation.target") and self.service.state == IDLE:
             self.overlay.set_languages(new.asr.language, self._target())
         if key in ("audio.device", "audio.source") and self._meter_on:

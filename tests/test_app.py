@@ -386,3 +386,49 @@ def test_desktop_entry_points_at_the_run_command(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     path = install_desktop_entry()
     assert path == tmp_path / "applications" / "sotto.desktop" and path.read_text() == text
+
+
+def test_model_download_with_progress_cancel_and_resume(qtbot, app_dirs, monkeypatch):
+    import hashlib
+
+    from test_download import _Server
+
+    from app.controller import AppController
+    from core.models.registry import MODELS, ModelFile, ModelSpec
+
+    payload = os.urandom(1_000_000)
+    server = _Server()
+    server.files = {"big.gguf": payload}
+    server.pace = __import__("threading").Event()
+    spec = ModelSpec("test-translator", "gguf", "a test GGUF", len(payload),
+                     (ModelFile("big.gguf", sha256=hashlib.sha256(payload).hexdigest()),), hub_repo="org/repo")
+    monkeypatch.setitem(MODELS, spec.name, spec)
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("SOTTO_MODELS_DIR", str(app_dirs / "models"))
+    c = AppController(show_windows=False, preload=False)
+    try:
+        panel = c.show_settings()
+        row = panel.translation_model
+        row.combo.setCurrentIndex(row.combo.findData("test-translator"))
+        assert c.settings.translation.model == "test-translator"
+        assert "not downloaded" in row.status.text() and "1 MB" in row.status.text()
+        assert not row.download.isHidden()
+        progress = []
+        c.downloads.progress.connect(lambda name, fraction, text: progress.append(fraction))
+        row.download.click()
+        qtbot.waitUntil(lambda: any(f and f > 0.1 for f in progress), timeout=30_000)
+        assert not row.progress.isHidden() and not row.cancel.isHidden() and row.download.isHidden()
+        with qtbot.waitSignal(c.downloads.failed, timeout=30_000):
+            row.cancel.click()
+        assert "paused" in panel.message.text() and "partly downloaded" in row.status.text()
+        kept = (app_dirs / "models" / "test-translator" / "big.gguf.part").stat().st_size
+        assert 0 < kept < len(payload)
+        server.pace.set()  # full speed now
+        with qtbot.waitSignal(c.downloads.finished, timeout=30_000):
+            row.download.click()
+        assert server.requests[-1] == f"bytes={kept}-", "resumed where it stopped"
+        assert "ready" in row.status.text() and row.progress.isHidden()
+        assert (app_dirs / "models" / "test-translator" / "big.gguf").read_bytes() == payload
+    finally:
+        c.shutdown()
+        server.close()

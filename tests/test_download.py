@@ -23,6 +23,7 @@ class _Server:
 
     def __init__(self) -> None:
         self.cut_first = False
+        self.pace: threading.Event | None = None  # when set: each 20 kB piece waits for the event
         self.requests: list[str | None] = []  # Range header of each request
         self.files: dict[str, bytes] = {}
         outer = self
@@ -56,7 +57,16 @@ class _Server:
                     self.wfile.flush()
                     self.connection.shutdown(2)  # cut off mid-way
                     return
-                self.wfile.write(body)
+                if outer.pace is None:
+                    self.wfile.write(body)
+                    return
+                for i in range(0, len(body), 20_000):
+                    outer.pace.wait(0.05)  # a slow link: 20 kB every 50 ms unless released
+                    try:
+                        self.wfile.write(body[i:i + 20_000])
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        return
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

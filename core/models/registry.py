@@ -7,9 +7,15 @@ local path the user points at (see :mod:`core.models.store`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 HUB_URL = "https://huggingface.co"
+
+
+def hub_url() -> str:
+    """The model hub to download from: ``HF_ENDPOINT`` (a mirror) if set, else Hugging Face."""
+    return os.environ.get("HF_ENDPOINT", "").strip().rstrip("/") or HUB_URL
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .. import logger
 from ..errors import DownloadError, ModelError, ModelNotFoundError
 from ..paths import models_dir
 from .download import DownloadProgress, download_file, sha256_file
-from .registry import HUB_URL, MODELS, BundledPart, ModelFile, ModelSpec, get_spec
+from .registry import MODELS, BundledPart, ModelFile, ModelSpec, get_spec, hub_url
 
 MANIFEST = "manifest.json"
 
@@ -229,13 +229,15 @@ class ModelStore:
         name: str,
         progress: Callable[[str, DownloadProgress], None] | None = None,
         cancel: threading.Event | None = None,
-        base_url: str = HUB_URL,
+        base_url: str | None = None,
     ) -> Path:
         """Download a catalogue model (or ``hf:`` reference) from the hub into the store.
 
         Resumes partial files; verifies each file against its pinned sha256 or
-        the checksum the hub states. Raises :class:`DownloadError` in plain words.
+        the checksum the hub states. ``base_url`` defaults to :func:`hub_url`
+        (``HF_ENDPOINT`` or Hugging Face). Raises :class:`DownloadError` in plain words.
         """
+        base_url = base_url or hub_url()
         spec = get_spec(name) or (spec_from_hub_ref(name) if name.startswith("hf:") else None)
         if spec is None:
             raise ModelNotFoundError(_unknown_model_message(name))
