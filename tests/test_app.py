@@ -432,3 +432,29 @@ def test_model_download_with_progress_cancel_and_resume(qtbot, app_dirs, monkeyp
     finally:
         c.shutdown()
         server.close()
+
+
+def test_signals_from_worker_threads_keep_reference_counts(qtbot):
+    """PySide6 6.12.0 on Python 3.11 lost a reference to True (or None) on every signal emit and
+    crashed the app after a few thousand caption updates; the pinned Qt binding must not."""
+    from app.bridge import ServiceBridge
+
+    bridge = ServiceBridge()
+    received = [0]
+
+    def count(message, fraction) -> None:
+        received[0] += 1
+
+    bridge.status.connect(count)
+    before_true, before_none = sys.getrefcount(True), sys.getrefcount(None)
+
+    def emit_many() -> None:
+        for i in range(20_000):
+            bridge.on_status("loading", None if i % 2 else 0.5)
+
+    worker = threading.Thread(target=emit_many, name="emitter")
+    worker.start()
+    worker.join()
+    qtbot.waitUntil(lambda: received[0] == 20_000, timeout=30_000)
+    assert abs(sys.getrefcount(True) - before_true) < 100
+    assert abs(sys.getrefcount(None) - before_none) < 100
