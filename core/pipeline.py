@@ -149,6 +149,9 @@ class CaptionPipeline:
             source, transcriber = self._source, self.transcriber
             if transcriber is not None:
                 transcriber.abort()  # a decode waiting for the CPU is skipped
+            wake = getattr(self.asr_engine, "interrupt", None)
+            if wake is not None:
+                wake()  # a threaded engine stops waiting for a decode in progress
             if self.translator is not None:
                 self.translator.interrupt()  # frees the CPU within one model call
             if source is not None:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from . import logger
 from .asr.engine import ASREngine
+from .asr.threaded import ThreadedEngine
 from .audio.sources import open_source
 from .captions.history import CaptionHistory
 from .captions.policy import CaptionView
@@ -174,7 +175,12 @@ class CaptionService:
         if self.translator is not None:
             self.translator.close()
             self.translator = None
-        self.asr_engine = None
+        self._close_asr()
+
+    def _close_asr(self) -> None:
+        engine, self.asr_engine = self.asr_engine, None
+        if isinstance(engine, ThreadedEngine):
+            engine.close()
 
     @property
     def threads_alive(self) -> list[str]:
@@ -182,6 +188,8 @@ class CaptionService:
         out = [self._thread.name] if self._thread.is_alive() else []
         if self._translation_worker.alive:
             out.append("sotto-translate")
+        if isinstance(self.asr_engine, ThreadedEngine) and self.asr_engine.alive:
+            out.append("sotto-asr-model")
         return out
 
     @property
@@ -223,8 +231,8 @@ class CaptionService:
         settings = self.settings
         asr_key = (settings.asr.engine, settings.asr.model, settings.asr.compute_device)
         if self.asr_engine is None or asr_key != self._asr_key:
-            self.asr_engine = None
-            self.asr_engine = create_asr_engine(settings, self.store, self.listener.on_status)
+            self._close_asr()
+            self.asr_engine = ThreadedEngine(create_asr_engine(settings, self.store, self.listener.on_status))
             self._asr_key = asr_key
         tr = settings.translation
         tr_key = (tr.target, tr.model, settings.asr.language, tr.prompt_style, tr.n_threads, tr.n_gpu_layers,

@@ -147,8 +147,8 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
     left = worker.finish(cancel=True)
     assert sum(len(r.frozen) for r in results) < 4 and not errors, "the cancel interrupted the model"
     assert worker.alive
-    # the translator works normally afterwards (the interrupt was cleared)
-    assert translator_de.translate("Good morning.").text
     worker.close()
     assert not worker.alive
+    # the translator works normally afterwards (the interrupt was cleared)
+    assert translator_de.translate("Good morning.").text
     assert "sotto-translate-test" not in [t.name for t in threading.enumerate()]

@@ -78,28 +78,26 @@ class TranslationWorker:
         """End the session; returns the finished sentences left untranslated.
 
         Without ``cancel`` everything queued is translated first. With ``cancel``
-        the queue is dropped and a translation in progress is interrupted at its
-        next model call (a few tens of milliseconds).
+        the queue is dropped, a translation in progress is interrupted at its next
+        model call, and nothing is waited for: a late result is discarded.
         """
         with self._cond:
             session = self._session
             if session is None:
                 return []
-            left: list[Sentence] = []
             if cancel:
                 left, self._sentences = self._sentences, []
                 self._dirty = False
+                self._session = None
                 if self._busy:
                     interrupt = getattr(session[0].translator, "interrupt", None)
                     if interrupt is not None:
                         interrupt()
+                return left
             self._cond.wait_for(lambda: not self._busy and not self._dirty, timeout)
-            left += self._sentences
+            left = self._sentences
             self._sentences, self._dirty = [], False
             self._session = None
-        clear = getattr(session[0].translator, "clear_interrupt", None)
-        if clear is not None:
-            clear()
         return left
 
     def close(self, timeout: float | None = None) -> None:
@@ -123,14 +121,15 @@ class TranslationWorker:
                 if self._closing and not self._dirty:
                     return
                 assert self._session is not None
-                translator, on_result, on_error = self._session
+                session = self._session
                 sentences, self._sentences = self._sentences, []
                 partial, audio_time = self._partial, self._audio_time
                 self._dirty = False
                 self._busy = True
+            translator, on_result, on_error = session
             try:
                 result = translator.translate(sentences, partial, audio_time)
-                if result is not None:
+                if result is not None and self._session is session:  # a cancelled session's result is dropped
                     on_result(result)
             except Interrupted:
                 logger.info("translation interrupted (stop)")
@@ -145,6 +144,10 @@ class TranslationWorker:
             finally:
                 with self._cond:
                     self._busy = False
+                    if self._session is not session:  # the interrupt (if any) has done its job
+                        clear = getattr(translator.translator, "clear_interrupt", None)
+                        if clear is not None:
+                            clear()
                     self._cond.notify_all()
 
     def _fail(self) -> None:

@@ -1,0 +1,198 @@
+"""Whisper in PyTorch (transformers) with a KV cache that can be cut back.
+
+:class:`WhisperRunner` owns one model: it computes log-Mel features (the same
+feature extractor as faster-whisper), runs the encoder once per audio window,
+and opens :class:`DecoderState` objects that append tokens (one or many per
+forward pass, with logits for every appended position) and truncate the
+self-attention cache to any earlier length. Greedy decoding and the
+speculative decoder are built on these two operations.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ... import logger
+from ...errors import ModelError
+from .convert import ensure_converted
+
+N_SAMPLES = 30 * 16000  # Whisper's fixed 30 s window
+
+
+@dataclass
+class SpecialTokens:
+    """Whisper's control tokens for one tokenizer."""
+
+    sot: int
+    eot: int
+    sot_prev: int
+    transcribe: int
+    no_timestamps: int
+    timestamp_begin: int
+    languages: dict[str, int]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - the setup installs it
+        raise ModelError("PyTorch is not installed; rerun the setup command from README.md.") from exc
+    return torch
+
+
+class WhisperRunner:
+    """One Whisper model in PyTorch: features, encoder, and cache-truncating decoder states."""
+
+    def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None) -> None:
+        torch = _torch()
+        from tokenizers import Tokenizer
+        from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+        source = Path(model_path)
+        self.path = ensure_converted(source)
+        self.name = name or source.name
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            config = WhisperConfig.from_pretrained(str(self.path))
+            self.model = WhisperForConditionalGeneration.from_pretrained(
+                str(self.path), config=config, dtype=torch.float32, attn_implementation="sdpa")
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelError(f"The speech model in {self.path} could not be loaded ({exc}).") from exc
+        self.model.eval()
+        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model.to(self.device)
+        raw = json.loads((self.path / "config.json").read_text(encoding="utf-8"))
+        self.tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        self.vocab_size = int(raw["vocab_size"])
+        self.multilingual = self.vocab_size >= 51865
+        self.special = self._special_tokens()
+        self.suppress = sorted({int(t) for t in raw.get("suppress_tokens") or [] if 0 <= int(t) < self.vocab_size})
+        self.suppress_begin = sorted({int(t) for t in raw.get("begin_suppress_tokens") or []
+                                      if 0 <= int(t) < self.vocab_size})
+        self.num_mel_bins = int(raw["num_mel_bins"])
+        self.max_target_positions = int(raw["max_target_positions"])
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        self._features = FeatureExtractor(feature_size=self.num_mel_bins)
+        self._suppress_mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+        self._suppress_mask[self.suppress] = True
+        self._suppress_mask[self.special.timestamp_begin:] = True  # no timestamps in this mode
+        self._lock = threading.Lock()
+        logger.info("torch whisper %s loaded from %s on %s", self.name, self.path, self.device)
+
+    # -- tokens --------------------------------------------------------------------------------
+    def _special_tokens(self) -> SpecialTokens:
+        tok = self.tokenizer
+
+        def tid(text: str) -> int:
+            value = tok.token_to_id(text)
+            if value is None:
+                raise ModelError(f"The tokenizer of {self.name} has no {text} token.")
+            return value
+
+        languages = {}
+        for code in ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko", "ru"):
+            value = tok.token_to_id(f"<|{code}|>")
+            if value is not None:
+                languages[code] = value
+        return SpecialTokens(
+            sot=tid("<|startoftranscript|>"), eot=tid("<|endoftext|>"), sot_prev=tid("<|startofprev|>"),
+            transcribe=tid("<|transcribe|>"), no_timestamps=tid("<|notimestamps|>"),
+            timestamp_begin=tid("<|notimestamps|>") + 1, languages=languages,
+        )
+
+    def encode_text(self, text: str) -> list[int]:
+        """Text tokens (no special tokens)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode_text(self, tokens: list[int]) -> str:
+        """Text of text tokens (special tokens dropped)."""
+        return self.tokenizer.decode([t for t in tokens if t < self.special.eot], skip_special_tokens=True)
+
+    def prompt(self, previous_text: str = "", language: str | None = "en") -> list[int]:
+        """The decoder prompt: earlier text (if any), start of transcript, language, task, no timestamps."""
+        sp = self.special
+        tokens: list[int] = []
+        if previous_text.strip():
+            prev = self.encode_text(" " + previous_text.strip())[-(self.max_target_positions // 2 - 1):]
+            tokens += [sp.sot_prev, *prev]
+        tokens.append(sp.sot)
+        if self.multilingual:
+            tokens += [sp.languages.get(language or "en", sp.languages.get("en", sp.sot)), sp.transcribe]
+        tokens.append(sp.no_timestamps)
+        return tokens
+
+    # -- model passes ----------------------------------------------------------------------------
+    def features(self, audio: np.ndarray) -> "object":
+        """Log-Mel features of ``audio`` (16 kHz mono), padded to Whisper's 30 s window."""
+        torch = _torch()
+        audio = np.asarray(audio, dtype=np.float32)[:N_SAMPLES]
+        mel = self._features(audio, padding=N_SAMPLES - audio.shape[0] if audio.shape[0] < N_SAMPLES else 0)
+        mel = mel[:, :3000]
+        if mel.shape[1] < 3000:
+            mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))
+        return torch.from_numpy(np.ascontiguousarray(mel)).unsqueeze(0).to(self.device)
+
+    def encode(self, audio: np.ndarray):
+        """The encoder output for one window of audio."""
+        torch = _torch()
+        with torch.inference_mode():
+            return self.model.model.encoder(self.features(audio)).last_hidden_state
+
+    def start(self, encoder_output) -> "DecoderState":
+        """A fresh decoder state over ``encoder_output``."""
+        return DecoderState(self, encoder_output)
+
+    def process(self, logits, first_step: bool):
+        """Apply Whisper's token suppression to raw logits (in place; rows or one row)."""
+        logits[..., self._suppress_mask] = float("-inf")
+        if first_step and self.suppress_begin:
+            logits[..., self.suppress_begin] = float("-inf")
+        return logits
+
+
+class DecoderState:
+    """A decoder KV cache over one encoder output; append tokens, get logits, truncate."""
+
+    def __init__(self, runner: WhisperRunner, encoder_output) -> None:
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+        self.runner = runner
+        self.encoder_output = encoder_output
+        self.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        self.tokens: list[int] = []
+        self.passes = 0
+
+    def append(self, tokens: list[int], logits_from: int | None = None):
+        """Feed ``tokens`` in one forward pass; returns float32 logits (torch) of the last token,
+        or of ``tokens[logits_from:]`` (shape (n, vocab)). Suppression is not applied here."""
+        torch = _torch()
+        if not tokens:
+            raise ValueError("nothing to append")
+        runner = self.runner
+        with torch.inference_mode():
+            ids = torch.tensor([tokens], dtype=torch.long, device=runner.device)
+            out = runner.model.model.decoder(
+                input_ids=ids, encoder_hidden_states=self.encoder_output, past_key_values=self.cache, use_cache=True)
+            self.cache = out.past_key_values
+            hidden = out.last_hidden_state[0]
+            start = len(tokens) - 1 if logits_from is None else logits_from
+            logits = runner.model.proj_out(hidden[start:]).float()
+        self.tokens.extend(tokens)
+        self.passes += 1
+        return logits[-1] if logits_from is None else logits
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` tokens' keys and values (the cross-attention cache is kept)."""
+        if n < len(self.tokens):
+            self.cache.self_attention_cache.crop(n)
+            del self.tokens[n:]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
