@@ -151,8 +151,8 @@ class CaptionOverlay(QWidget):
         view = self._view
         if view is None:
             return []
-        paragraphs = [[((line.translation or "…").strip(), COMMITTED if line.translation else TENTATIVE)]
-                      for line in view.lines[-8:]]
+        paragraphs = [[((line.translation or line.provisional or "…").strip(),
+                        COMMITTED if line.translation else TENTATIVE)] for line in view.lines[-8:]]
         if view.partial_translation.strip():
             paragraphs.append([(view.partial_translation.strip(), TENTATIVE)])
         return paragraphs

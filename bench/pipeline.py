@@ -122,13 +122,13 @@ def markdown(result: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sotto bench pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three clips, two in real time (a few minutes)")
     parser.add_argument("--target", default="de")
     parser.add_argument("--json", help="write the result as JSON here")
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     os.environ.setdefault("SOTTO_MODELS_DIR", str(ROOT / ".cache" / "models"))
     result = run(args.quick, args.target)
     command = "packaging/setup.sh test && .venv/bin/python -m bench.pipeline" + (" --quick" if args.quick else "") + \

@@ -268,9 +268,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from bench import translate
+    import importlib
 
-    return translate.main(args.rest)
+    return importlib.import_module(f"bench.{args.which}").main(args.rest)
 
 
 # -- devices / settings -----------------------------------------------------------------------
@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_models)
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
-    p.add_argument("which", choices=("translate",))
+    p.add_argument("which", choices=("translate", "asr", "app", "pipeline"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

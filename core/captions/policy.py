@@ -26,6 +26,7 @@ class CaptionLine:
 
     sentence: Sentence
     translation: str | None = None
+    provisional: str | None = None  # the partial translation last shown for it, until the final one arrives
 
 
 @dataclass
@@ -92,8 +93,16 @@ class CaptionPolicy:
     # -- inputs ------------------------------------------------------------------------
     def on_asr(self, update: CaptionUpdate) -> CaptionView:
         """Take a transcript update; returns the new view."""
+        if update.sentences and self.partial_translation:
+            # the partial translation on screen belonged to the sentence now finished: it stays with
+            # that line (as shown, masked) until the final translation replaces it
+            shown, _ = mask_tokens(self.partial_translation, self._translation_k(), self.target_lang)
+            pending = CaptionLine(update.sentences[0], provisional=shown or None)
+            self.partial_translation = ""
+        else:
+            pending = None
         for sentence in update.sentences:
-            line = CaptionLine(sentence)
+            line = pending if pending is not None and pending.sentence is sentence else CaptionLine(sentence)
             self.lines.append(line)
             self._by_index[sentence.index] = line
         self.current = update.current
@@ -115,10 +124,13 @@ class CaptionPolicy:
         return self.view()
 
     # -- view ----------------------------------------------------------------------------
+    def _translation_k(self) -> int:
+        return self.mask_k if self.translation_mask_k is None else self.translation_mask_k
+
     def view(self, final: bool = False) -> CaptionView:
         """What to show now."""
         k = 0 if final else self.mask_k
-        k_tr = k if self.translation_mask_k is None or final else self.translation_mask_k
+        k_tr = 0 if final else self._translation_k()
         tentative, hidden_src = mask_tokens(self.tentative, k, self.source_lang)
         translation, hidden_tr = mask_tokens(self.partial_translation, k_tr, self.target_lang)
         return CaptionView(list(self.lines), self.current, tentative, translation, hidden_src, hidden_tr,

@@ -126,16 +126,20 @@ class SpeculativeDecoder:
                                and drafter.tokenizer.to_str() == verifier.tokenizer.to_str())
 
     # -- the public call ------------------------------------------------------------------------
-    def decode(self, audio: np.ndarray, previous_text: str = "", language: str | None = "en",
-               previous_tokens: list[int] | None = None) -> DecodeResult:
+    def encode(self, audio: np.ndarray) -> tuple:
+        """Both encoders' outputs for one window (to share between decodes of the same audio)."""
+        return self.verifier.encode(audio), self.drafter.encode(audio)
+
+    def decode(self, audio: np.ndarray | None, previous_text: str = "", language: str | None = "en",
+               previous_tokens: list[int] | None = None, encoder_outputs: tuple | None = None) -> DecodeResult:
         """Transcribe one window. ``previous_tokens`` (verifier tokens of the last transcript of this
-        window's audio, e.g. the previous streaming update) is verified first as a free draft."""
+        window's audio, e.g. the previous streaming update) is verified first as a free draft.
+        ``encoder_outputs`` (from :meth:`encode`) skips the encoders."""
         opts = self.options
         v, d = self.verifier, self.drafter
         stats = DecodeStats()
         t0 = time.perf_counter()
-        venc = v.encode(audio)
-        denc = d.encode(audio)
+        venc, denc = encoder_outputs if encoder_outputs is not None else self.encode(audio)
         stats.encoder_seconds = time.perf_counter() - t0
 
         vstate = v.start(venc)

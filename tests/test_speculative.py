@@ -1,0 +1,170 @@
+"""Speculative ASR against real models and real audio: the output must be the verifier's own greedy output.
+
+Drafter: the bundled Whisper tiny.en; verifier: the bundled Whisper base (another
+tokenizer, so drafts go through text). Both are converted once from their
+CTranslate2 folders. Divergences are allowed only at near-ties (top-2 logit gap
+below ``NEAR_TIE``), where a batched pass and a one-token pass may order two
+tokens differently; every one is printed with its gap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import SHARED
+
+CLIPS = ("jfk.flac", "librispeech_1089-134686-0000.flac", "librispeech_2412-153948-0000.flac",
+         "librivox_sense_and_sensibility_01_austen_64kb-0880.wav", "mfa_acoustic_corpus.wav")
+
+
+@pytest.fixture(scope="module")
+def runners(store):
+    from core.asr.speculative import WhisperRunner
+
+    drafter = WhisperRunner(store.resolve("whisper-tiny.en"), name="tiny.en")
+    verifier = WhisperRunner(store.resolve("whisper-base"), name="base")
+    return drafter, verifier
+
+
+def _audio(name: str) -> np.ndarray:
+    from core.audio import decode_file
+
+    return decode_file(SHARED / "asr" / name)
+
+
+def _compare(reference, result, label: str) -> tuple[bool, list[str]]:
+    """(identical, near-tie notes). Fails on a divergence that is not a near-tie."""
+    from core.asr.speculative.decoder import NEAR_TIE
+
+    ref, got = reference.tokens, result.tokens
+    if ref == got:
+        return True, []
+    i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
+    note = f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}): {reference.text!r} vs {result.text!r}"
+    assert gap < NEAR_TIE, note
+    return False, [note]
+
+
+def test_conversion_reproduces_the_ctranslate2_greedy_transcript(store, runners, jfk):
+    """CT2 → PyTorch conversion: the same greedy tokens as CTranslate2 itself on the same prompt."""
+    from faster_whisper import WhisperModel
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    from core.asr.speculative import greedy_decode
+
+    for runner, name in zip(runners, ("whisper-tiny.en", "whisper-base")):
+        ct2 = WhisperModel(str(store.resolve(name)), device="cpu", compute_type="float32")
+        features = FeatureExtractor(feature_size=runner.num_mel_bins)(jfk, padding=480000 - len(jfk))[:, :3000]
+        prompt = runner.prompt("", "en")
+        out = ct2.model.generate(ct2.model.encode(features[np.newaxis].astype(np.float32), to_cpu=True),
+                                 [prompt], beam_size=1, max_length=224, suppress_blank=True, suppress_tokens=[-1])
+        ct2_tokens = [t for t in out[0].sequences_ids[0] if t < runner.special.eot]
+        ours = greedy_decode(runner, jfk, "", "en")
+        assert ours.tokens == ct2_tokens, (name, ours.text, runner.decode_text(ct2_tokens))
+        assert "ask not what your country can do for you" in ours.text.lower()
+
+
+def test_truncating_the_cache_equals_a_fresh_pass(runners, jfk):
+    import torch
+
+    _, verifier = runners
+    enc = verifier.encode(jfk)
+    prompt = verifier.prompt("", "en")
+    text = verifier.encode_text(" And so, my fellow Americans, ask not what your country can do for you.")
+    a = verifier.start(enc)
+    a.append(prompt + text)  # all of it, then back to 5 text tokens and on with another ending
+    a.truncate(len(prompt) + 5)
+    other = verifier.encode_text(" fellow citizens of the world")
+    rows_a = a.append(other, logits_from=0)
+    b = verifier.start(enc)
+    rows_b = b.append(prompt + text[:5] + other, logits_from=len(prompt) + 5)
+    assert a.tokens == b.tokens
+    assert torch.allclose(rows_a, rows_b, atol=1e-3), float((rows_a - rows_b).abs().max())
+    assert [int(x) for x in rows_a.argmax(-1)] == [int(x) for x in rows_b.argmax(-1)]
+
+
+@pytest.mark.parametrize("variant", ["all", "no-adaptive", "no-recycling", "tiny-draft"])
+def test_speculative_output_is_the_verifiers_greedy_output(runners, variant):
+    from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions, greedy_decode
+
+    drafter, verifier = runners
+    options = {
+        "all": SpeculativeOptions(),
+        "no-adaptive": SpeculativeOptions(adaptive=False),
+        "no-recycling": SpeculativeOptions(recycle=False),
+        "tiny-draft": SpeculativeOptions(max_draft=3, threshold=0.9),
+    }[variant]
+    decoder = SpeculativeDecoder(drafter, verifier, options)
+    assert not decoder.same_tokenizer, "tiny.en and base tokenize differently: drafts go through text"
+    identical, notes, accepted, proposed = 0, [], 0, 0
+    for clip in CLIPS:
+        audio = _audio(clip)
+        reference = greedy_decode(verifier, audio)
+        result = decoder.decode(audio)
+        same, note = _compare(reference, result, f"{variant}/{clip}")
+        identical += same
+        notes += note
+        accepted += result.stats.draft_accepted + result.stats.recycled_accepted
+        proposed += result.stats.draft_proposed + result.stats.recycled_proposed
+        assert result.stats.verifier_passes < len(reference.tokens) + 1, "fewer verifier passes than tokens"
+    print("\n".join(notes) or f"{variant}: all {len(CLIPS)} clips identical")
+    assert identical >= len(CLIPS) - 1
+    assert proposed > 0 and accepted / proposed > 0.3, (accepted, proposed)
+
+
+def test_same_tokenizer_pair_skips_the_mapping_and_accepts_its_own_drafts(runners, jfk):
+    from core.asr.speculative import SpeculativeDecoder, greedy_decode
+
+    drafter, _ = runners
+    decoder = SpeculativeDecoder(drafter, drafter)
+    assert decoder.same_tokenizer
+    result = decoder.decode(jfk)
+    assert result.tokens == greedy_decode(drafter, jfk).tokens
+    assert result.stats.draft_accepted >= 0.9 * result.stats.draft_proposed
+
+
+def test_previous_transcript_is_the_first_draft_in_streaming(runners):
+    """Cross-update recycling: each 1 s update's window starts from the last verified transcript."""
+    from core.asr.speculative import SpeculativeDecoder, greedy_decode
+
+    drafter, verifier = runners
+    decoder = SpeculativeDecoder(drafter, verifier)
+    audio = _audio("mfa_acoustic_corpus.wav")[: 12 * 16000]
+    previous: list[int] = []
+    reused = 0
+    for end in range(2, 13, 2):
+        window = audio[: end * 16000]
+        reference = greedy_decode(verifier, window)
+        result = decoder.decode(window, previous_tokens=previous)
+        _compare(reference, result, f"window 0-{end}s")
+        reused += result.stats.previous_accepted
+        previous = result.tokens
+    assert reused > 10
+    # a wrong "previous transcript" costs passes but never changes the output
+    garbage = verifier.encode_text(" completely unrelated words about bananas and trains")
+    wrong = decoder.decode(audio, previous_tokens=garbage)
+    _compare(greedy_decode(verifier, audio), wrong, "garbage previous")
+
+
+def test_silence_noise_tiny_and_full_windows_do_not_fail(runners):
+    from core.asr.speculative import SpeculativeDecoder, greedy_decode
+
+    drafter, verifier = runners
+    decoder = SpeculativeDecoder(drafter, verifier)
+    rng = np.random.default_rng(3)
+    long = np.concatenate([_audio("librivox_shakespeare_sonnet001.wav")])[: 30 * 16000]
+    cases = {
+        "silence": np.zeros(16000 * 3, dtype=np.float32),
+        "noise": (rng.standard_normal(16000 * 2) * 0.05).astype(np.float32),
+        "0.2 s": _audio("jfk.flac")[16000: 16000 + 3200],
+        "empty": np.zeros(0, dtype=np.float32),
+        "30 s": long,
+        "over 30 s": _audio("librivox_shakespeare_sonnet001.wav")[: 40 * 16000],
+    }
+    for name, audio in cases.items():
+        result = decoder.decode(audio)
+        _compare(greedy_decode(verifier, audio), result, name)
+        assert isinstance(result.text, str)
+    assert len(decoder.decode(long).tokens) > 40
