@@ -82,7 +82,7 @@ def run(quick: bool) -> dict:
 
     torch.set_num_threads(os.cpu_count() or 1)
     store = ModelStore()
-    drafter = WhisperRunner(store.resolve("whisper-tiny.en"), name="tiny.en")
+    drafter = WhisperRunner(store.resolve("whisper-tiny.en"), name="tiny.en", quantize=True)
     verifier = WhisperRunner(store.resolve("whisper-base"), name="base")
     spec = SpeculativeDecoder(drafter, verifier, SpeculativeOptions())
     offline_clips, streaming_clips = _clips(quick)

@@ -48,10 +48,16 @@ def _torch():
 class WhisperRunner:
     """One Whisper model in PyTorch: features, encoder, and cache-truncating decoder states."""
 
-    def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None) -> None:
+    def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None,
+                 quantize: bool = False) -> None:
+        """Load (converting a CTranslate2 folder once). ``quantize`` makes the decoder's linear layers
+        int8 on the CPU: about 2.5× faster steps, for a drafter, whose tokens are only proposals."""
         torch = _torch()
         from tokenizers import Tokenizer
         from transformers import WhisperConfig, WhisperForConditionalGeneration
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         source = Path(model_path)
         self.path = ensure_converted(source)
@@ -67,6 +73,9 @@ class WhisperRunner:
         self.model.eval()
         self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.to(self.device)
+        self.quantized = quantize and self.device.type == "cpu"
+        if self.quantized:
+            self._quantize_decoder()
         raw = json.loads((self.path / "config.json").read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self.vocab_size = int(raw["vocab_size"])
@@ -85,6 +94,17 @@ class WhisperRunner:
         self._suppress_mask[self.special.timestamp_begin:] = True  # no timestamps in this mode
         self._lock = threading.Lock()
         logger.info("torch whisper %s loaded from %s on %s", self.name, self.path, self.device)
+
+    def _quantize_decoder(self) -> None:
+        import warnings
+
+        torch = _torch()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao's dynamic quantization warns about its future move
+            quantize = torch.ao.quantization.quantize_dynamic
+            self.model.model.decoder = quantize(self.model.model.decoder, {torch.nn.Linear}, dtype=torch.qint8)
+            self.model.proj_out = quantize(torch.nn.Sequential(self.model.proj_out), {torch.nn.Linear},
+                                           dtype=torch.qint8)[0]
 
     # -- tokens --------------------------------------------------------------------------------
     def _special_tokens(self) -> SpecialTokens:
@@ -190,8 +210,9 @@ class DecoderState:
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` tokens' keys and values (the cross-attention cache is kept)."""
-        if n < len(self.tokens):
-            self.cache.self_attention_cache.crop(n)
+        remove = len(self.tokens) - n
+        if remove > 0:
+            self.cache.self_attention_cache.crop(-remove)  # transformers 5: a negative count removes tokens
             del self.tokens[n:]
 
     def __len__(self) -> int:
