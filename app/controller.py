@@ -32,7 +32,8 @@ from .icons import app_icon
 from .overlay import CaptionOverlay
 from .settings_panel import SettingsPanel
 
-_MODEL_KINDS = {"asr.model": "whisper-ct2", "translation.model": "gguf"}
+_MODEL_KINDS = {"asr.model": "whisper-ct2", "asr.drafter": "whisper-ct2", "asr.verifier": "whisper-ct2",
+                "translation.model": "gguf"}
 
 
 class _LevelSignals(QObject):
@@ -204,6 +205,8 @@ class AppController(QObject):
             self.overlay.apply_style(new.overlay)
         if key in _MODEL_KINDS:
             self._refresh_models()
+        if key == "asr.engine" and self.panel is not None:
+            self.panel.load(new)  # shows the rows of the chosen engine
         if key in ("asr.language", "translation.target") and self.service.state == IDLE:
             self.overlay.set_languages(new.asr.language, self._target())
         if key in ("audio.device", "audio.source") and self._meter_on:
@@ -258,10 +261,9 @@ class AppController(QObject):
     def _download_row(self, name: str):
         if self.panel is None:
             return None
-        for row in (self.panel.asr_model, self.panel.translation_model):
-            if row.combo.findData(name) >= 0:
-                return row
-        return None
+        rows = [r for r in self.panel.model_rows() if r.combo.findData(name) >= 0]
+        current = [r for r in rows if r.combo.currentData() == name]
+        return (current or rows or [None])[0]
 
     def _on_download_progress(self, name: str, fraction, text: str) -> None:
         row = self._download_row(name)

@@ -200,15 +200,47 @@ class SettingsPanel(QDialog):
     def _models_tab(self, models: list[ModelStatus]) -> QWidget:
         w = QWidget()
         form = QFormLayout(w)
-        self.asr_model = ModelRow([m for m in models if m.kind == "whisper-ct2"])
+        self._models_form = form
+        speech = [m for m in models if m.kind == "whisper-ct2"]
+        self.asr_engine = _combo([("faster-whisper", "One model (fastest)"),
+                                  ("speculative", "Speculative: a small drafter, a large verifier (more accurate)")])
+        form.addRow("Speech engine", self.asr_engine)
+        self.asr_model = ModelRow(speech)
+        self.drafter_model = ModelRow(speech)
+        self.verifier_model = ModelRow(speech)
         self.translation_model = ModelRow([m for m in models if m.kind == "gguf"])
         form.addRow("Speech model", self.asr_model)
+        form.addRow("Drafter", self.drafter_model)
+        form.addRow("Verifier", self.verifier_model)
+        self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
+        self.draft_threshold.setRange(0, 100)
+        self.draft_threshold_value = QLabel()
+        row = QHBoxLayout()
+        row.addWidget(self.draft_threshold)
+        row.addWidget(self.draft_threshold_value)
+        form.addRow("Draft confidence", row)
+        self.max_draft = QSpinBox()
+        self.max_draft.setRange(1, 64)
+        form.addRow("Longest draft (tokens)", self.max_draft)
+        self._draft_row = row
+        spec_note = QLabel("The speculative engine's transcript is exactly the verifier's own; the drafter only "
+                           "makes it faster. The drafter stops at a word it is less sure of than the confidence above.")
+        spec_note.setWordWrap(True)
+        form.addRow("", spec_note)
+        self._spec_note = spec_note
         form.addRow("Translation model", self.translation_model)
+        self.asr_engine.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("asr.engine", self.asr_engine.currentData()))
+        self.draft_threshold.valueChanged.connect(lambda v: self.draft_threshold_value.setText(f"{v / 100:.2f}"))
+        self.draft_threshold.sliderReleased.connect(
+            lambda: self.change_requested.emit("asr.draft_threshold", self.draft_threshold.value() / 100))
+        self.max_draft.valueChanged.connect(lambda v: self.change_requested.emit("asr.max_draft", v))
         note = QLabel("Bundled models work offline at once. Bigger models are more accurate and need more "
                       "memory and time; downloads resume where they stopped and are checked before use.")
         note.setWordWrap(True)
         form.addRow("", note)
-        for key, row, kind in (("asr.model", self.asr_model, "speech"),
+        for key, row, kind in (("asr.model", self.asr_model, "speech"), ("asr.drafter", self.drafter_model, "speech"),
+                               ("asr.verifier", self.verifier_model, "speech"),
                                ("translation.model", self.translation_model, "translation")):
             row.combo.currentIndexChanged.connect(lambda _=0, k=key, r=row: self.change_requested.emit(k, r.combo.currentData()))
             row.download_requested.connect(self.download_requested.emit)
@@ -339,6 +371,17 @@ class SettingsPanel(QDialog):
             _select(self.spoken, settings.asr.language)
             _select(self.target, settings.translation.target)
             _select(self.asr_model.combo, settings.asr.model)
+            _select(self.asr_engine, settings.asr.engine)
+            _select(self.drafter_model.combo, settings.asr.drafter)
+            _select(self.verifier_model.combo, settings.asr.verifier)
+            self.draft_threshold.setValue(round(settings.asr.draft_threshold * 100))
+            self.draft_threshold_value.setText(f"{settings.asr.draft_threshold:.2f}")
+            self.max_draft.setValue(settings.asr.max_draft)
+            spec = settings.asr.engine == "speculative"
+            form = self._models_form
+            form.setRowVisible(self.asr_model, not spec)
+            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self._spec_note):
+                form.setRowVisible(widget, spec)
             _select(self.translation_model.combo, settings.translation.model)
             _select(self.source, settings.audio.source)
             _select(self.device, settings.audio.device)
@@ -365,9 +408,13 @@ class SettingsPanel(QDialog):
     def show_model_status(self, statuses: dict[str, ModelStatus]) -> None:
         """Refresh the models' state and size."""
         self._models = statuses
-        for row in (self.asr_model, self.translation_model):
+        for row in self.model_rows():
             name = row.combo.currentData()
             row.show_status(statuses.get(name), name)
+
+    def model_rows(self) -> list[ModelRow]:
+        """Every model picker."""
+        return [self.asr_model, self.drafter_model, self.verifier_model, self.translation_model]
 
     def show_result(self, ok: bool, text: str) -> None:
         """The controller's answer to the last change: refused (red) or a note."""

@@ -69,6 +69,7 @@ def _cmd_caption(args: argparse.Namespace) -> int:
         "translation.beta": args.beta,
         "translation.engine": args.translate_engine,
         "audio.channel": args.channel,
+        "asr.engine": args.asr_engine,
     }
     for key, value in overrides.items():
         if value is not None:
@@ -328,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--translate-engine", choices=("ssbd", "ar"),
                        help="ssbd (default) or plain autoregressive re-translation")
         p.add_argument("--channel", choices=("mix", "left", "right"), help="which channel of a stereo input")
+        p.add_argument("--asr-engine", choices=("faster-whisper", "speculative"),
+                       help="one speech model, or the speculative drafter + verifier pair (asr.drafter, asr.verifier)")
         p.add_argument("--no-vad", action="store_true", help="decode silence too (no voice activity detection)")
         p.add_argument("--quiet", action="store_true", help="no live display")
 

@@ -10,6 +10,17 @@ from .translate.translator import LlamaTranslator, TranslatorOptions
 
 def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCallback | None = None) -> ASREngine:
     """The speech recogniser selected in settings."""
+    asr = settings.asr
+    if asr.engine == "speculative":
+        from .asr.speculative.decoder import SpeculativeOptions
+        from .asr.speculative.engine import SpeculativeEngine
+
+        drafter = store.resolve(asr.drafter, on_status)
+        verifier = store.resolve(asr.verifier, on_status)
+        if on_status:
+            on_status(f"Loading speech models {asr.drafter} (drafter) and {asr.verifier} (verifier)", None)
+        options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft)
+        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device)
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)

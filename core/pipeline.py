@@ -378,7 +378,8 @@ class CaptionPipeline:
             "no_speech": not policy.lines,
             "asr": {
                 "engine": getattr(self.asr_engine, "name", "?"),
-                "model": self.settings.asr.model,
+                "model": (self.settings.asr.model if self.settings.asr.engine == "faster-whisper"
+                          else f"{self.settings.asr.drafter}->{self.settings.asr.verifier}"),
                 "decodes": tr.decodes if tr else 0,
                 "max_window_seconds": round(tr.max_window_seconds, 3) if tr else 0.0,
             },

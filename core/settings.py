@@ -52,8 +52,12 @@ class AudioSettings:
 class ASRSettings:
     """Streaming speech recognition."""
 
-    engine: str = field(default="faster-whisper", metadata=_choices("faster-whisper"))
-    model: str = "whisper-tiny.en"
+    engine: str = field(default="faster-whisper", metadata=_choices("faster-whisper", "speculative"))
+    model: str = "whisper-tiny.en"  # the faster-whisper engine's model
+    drafter: str = "whisper-tiny.en"  # speculative engine: proposes tokens
+    verifier: str = "whisper-base"  # speculative engine: its greedy output is the transcript
+    draft_threshold: float = field(default=0.4, metadata=_range(0.0, 1.0))
+    max_draft: int = field(default=24, metadata=_range(1, 64))
     language: str = "en"
     compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
     min_chunk_s: float = field(default=1.0, metadata=_range(0.2, 10.0))
@@ -192,7 +196,7 @@ def _check(key: str, f: dataclasses.Field, value: Any) -> None:
 
 def check_combination(settings: Settings) -> None:
     """Refuse settings that are valid one by one but not together (raises :class:`SettingsError`)."""
-    model = settings.asr.model
+    model = settings.asr.verifier if settings.asr.engine == "speculative" else settings.asr.model
     if model.endswith(".en") and settings.asr.language not in ("en", ""):
         raise SettingsError(
             f"The speech model {model} understands English only; choose a multilingual model "

@@ -174,3 +174,25 @@ def test_silence_noise_tiny_and_full_windows_do_not_fail(runners):
         _compare(greedy_decode(verifier, audio), result, name)
         assert isinstance(result.text, str)
     assert len(decoder.decode(long).tokens) > 40
+
+
+def test_speculative_engine_streams_with_word_times(store, jfk):
+    """The engine the settings select: streaming captions through LocalAgreement, word times from
+    the verifier's attention, and each update verifying the previous transcript first."""
+    from conftest import transcribe_stream
+    from core.captions import normalize_english, word_error_rate
+    from core.engines import create_asr_engine
+    from core.settings import Settings
+
+    settings = Settings().with_value("asr.engine", "speculative")
+    engine = create_asr_engine(settings, store)
+    sentences, transcriber, updates = transcribe_stream(engine, jfk)
+    text = " ".join(s.text for s in sentences)
+    reference = normalize_english((SHARED / "asr" / "jfk.txt").read_text())
+    assert word_error_rate(reference, normalize_english(text)) <= 0.1, text
+    words = list(transcriber._history)
+    assert all(0 <= w.start <= w.end <= 11.1 for w in words)
+    assert all(a.start <= b.start + 0.05 for a, b in zip(words, words[1:])), "word times run forward"
+    country = [w for w in words if "country" in w.text.lower()]
+    assert country and 5.5 < country[0].start < 7.0, country  # "country" is first said at about 6 s
+    assert engine.stats.previous_accepted > 0 and engine.stats.previous_accepted >= engine.stats.draft_accepted / 4

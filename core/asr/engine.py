@@ -36,7 +36,7 @@ class ASREngine(Protocol):
     name: str
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None) -> Hypothesis: ...
+                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis: ...
 
 
 def default_threads() -> int:
@@ -80,11 +80,12 @@ class FasterWhisperEngine:
         self.multilingual = self.model.model.is_multilingual
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None) -> Hypothesis:
+                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis:
         """Greedy transcription of one window (≤ 30 s) with word timestamps.
 
         If ``abort`` is set by the time the compute gate is free, nothing is
         decoded and :class:`~core.errors.Interrupted` is raised (a quick stop).
+        ``draft_text`` (the previous transcript) is for speculative engines; ignored here.
         """
         with COMPUTE_GATE:
             if abort is not None and abort.is_set():

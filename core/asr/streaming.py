@@ -55,6 +55,7 @@ class StreamingTranscriber:
         self._pending_timings = StageTimings()
         self.max_window_seconds = 0.0
         self.decodes = 0
+        self._last_words: list[Word] = []  # the last decode's words (absolute times)
         self.aborted = threading.Event()  # set by abort(): no more decoding
 
     # -- input -----------------------------------------------------------------------
@@ -176,13 +177,16 @@ class StreamingTranscriber:
 
     def _decode(self, audio: np.ndarray) -> list[Word]:
         prompt = self._prompt()
+        offset = self.window.offset
+        # the last transcript of the audio still in the window: a speculative engine verifies it first
+        draft = "".join(w.text for w in self._last_words if w.start >= offset - 0.01)
         hypothesis = self.engine.transcribe(np.array(audio, dtype=np.float32), prompt, self.options.language,
-                                            abort=self.aborted)
+                                            abort=self.aborted, draft_text=draft)
         self._pending_timings.asr += hypothesis.decode_seconds
         self.decodes += 1
         self._new_audio = 0.0
-        offset = self.window.offset
-        return [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+        self._last_words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+        return list(self._last_words)
 
     def _prompt(self) -> str:
         text = "".join(w.text for w in self._history if w.end <= self.window.offset + 0.01)

@@ -20,10 +20,11 @@ from .engine import ASREngine, Hypothesis
 
 
 class _Job:
-    __slots__ = ("audio", "prompt", "language", "abort", "result", "error", "done")
+    __slots__ = ("audio", "prompt", "language", "abort", "draft_text", "result", "error", "done")
 
-    def __init__(self, audio, prompt, language, abort) -> None:
+    def __init__(self, audio, prompt, language, abort, draft_text) -> None:
         self.audio, self.prompt, self.language, self.abort = audio, prompt, language, abort
+        self.draft_text = draft_text
         self.result: Hypothesis | None = None
         self.error: BaseException | None = None
         self.done = False
@@ -41,10 +42,10 @@ class ThreadedEngine:
         self._thread.start()
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None) -> Hypothesis:
+                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis:
         """Decode on the model thread; raises :class:`Interrupted` as soon as ``abort`` is set
         and :meth:`interrupt` is called (the decode itself finishes unseen)."""
-        job = _Job(audio, prompt, language, abort)
+        job = _Job(audio, prompt, language, abort, draft_text)
         self._jobs.put(job)
         with self._cond:
             self._cond.wait_for(lambda: job.done or (abort is not None and abort.is_set()))
@@ -79,7 +80,8 @@ class ThreadedEngine:
                 job.error = Interrupted("Recognition was stopped.")
             else:
                 try:
-                    job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort)
+                    job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort,
+                                                        draft_text=job.draft_text)
                 except BaseException as exc:  # handed to the caller, who reports it
                     if not isinstance(exc, Interrupted):
                         logger.exception("speech recognition failed")

@@ -86,6 +86,9 @@ class WhisperRunner:
                                       if 0 <= int(t) < self.vocab_size})
         self.num_mel_bins = int(raw["num_mel_bins"])
         self.max_target_positions = int(raw["max_target_positions"])
+        layers, n_heads = int(raw["decoder_layers"]), int(raw["decoder_attention_heads"])
+        self.alignment_heads = [tuple(map(int, h)) for h in raw.get("alignment_heads") or []] or [
+            (layer, head) for layer in range(layers // 2, layers) for head in range(n_heads)]
         from faster_whisper.feature_extractor import FeatureExtractor
 
         self._features = FeatureExtractor(feature_size=self.num_mel_bins)
