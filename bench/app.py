@@ -26,7 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
-DOCS = ROOT / "docs" / "BENCHMARKS.md"
 BEGIN, END = "<!-- app:begin -->", "<!-- app:end -->"
 CLIPS = ("jfk.flac", "mfa_acoustic_corpus.wav", "librivox_shakespeare_sonnet001.wav")
 
@@ -137,12 +136,6 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs(block: str) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    DOCS.write_text(text[:start] + "\n" + block + text[end:], encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.app", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two recordings")
@@ -156,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.write_docs:
-        write_docs(block)
+        from .docs import replace_block
+
+        replace_block(BEGIN, END, block)
     return 0
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
-DOCS = ROOT / "docs" / "BENCHMARKS.md"
 BEGIN, END = "<!-- asr-spec:begin -->", "<!-- asr-spec:end -->"
 QUICK_OFFLINE = ("jfk.flac", "librispeech_1089-134686-0000.flac", "librispeech_2412-153948-0000.flac",
                  "mfa_acoustic_corpus.wav")
@@ -235,12 +234,6 @@ def markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs(block: str) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    DOCS.write_text(text[:start] + "\n" + block + text[end:], encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench asr", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4 clips offline, 2 streaming (under 10 minutes)")
@@ -253,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.write_docs:
-        write_docs(block)
+        from .docs import replace_block
+
+        replace_block(BEGIN, END, block)
     return 0
 
 
