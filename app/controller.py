@@ -205,7 +205,7 @@ class AppController(QObject):
             self.overlay.apply_style(new.overlay)
         if key in _MODEL_KINDS:
             self._refresh_models()
-        if key == "asr.engine" and self.panel is not None:
+        if key in ("asr.engine", "asr.calibrate") and self.panel is not None:
             self.panel.load(new)  # shows the rows of the chosen engine
         if key in ("asr.language", "translation.target") and self.service.state == IDLE:
             self.overlay.set_languages(new.asr.language, self._target())

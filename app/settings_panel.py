@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QColorDialog, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
+    QCheckBox, QColorDialog, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
     QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -223,6 +223,9 @@ class SettingsPanel(QDialog):
         self.max_draft.setRange(1, 64)
         form.addRow("Longest draft (tokens)", self.max_draft)
         self._draft_row = row
+        self.calibrate = QCheckBox("Tune confidence and draft length for this machine (measured once)")
+        form.addRow("", self.calibrate)
+        self.calibrate.toggled.connect(lambda on: self.change_requested.emit("asr.calibrate", on))
         spec_note = QLabel("The speculative engine's transcript is exactly the verifier's own; the drafter only "
                            "makes it faster. The drafter stops at a word it is less sure of than the confidence above.")
         spec_note.setWordWrap(True)
@@ -377,10 +380,14 @@ class SettingsPanel(QDialog):
             self.draft_threshold.setValue(round(settings.asr.draft_threshold * 100))
             self.draft_threshold_value.setText(f"{settings.asr.draft_threshold:.2f}")
             self.max_draft.setValue(settings.asr.max_draft)
+            self.calibrate.setChecked(settings.asr.calibrate)
+            self.draft_threshold.setEnabled(not settings.asr.calibrate)
+            self.max_draft.setEnabled(not settings.asr.calibrate)
             spec = settings.asr.engine == "speculative"
             form = self._models_form
             form.setRowVisible(self.asr_model, not spec)
-            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self._spec_note):
+            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self.calibrate,
+                           self._spec_note):
                 form.setRowVisible(widget, spec)
             _select(self.translation_model.combo, settings.translation.model)
             _select(self.source, settings.audio.source)

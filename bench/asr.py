@@ -84,6 +84,10 @@ def run(quick: bool) -> dict:
     drafter = WhisperRunner(store.resolve("whisper-tiny.en"), name="tiny.en", quantize=True)
     verifier = WhisperRunner(store.resolve("whisper-base"), name="base")
     spec = SpeculativeDecoder(drafter, verifier, SpeculativeOptions())
+    from core.asr.speculative.calibration import calibrated
+    from core.paths import demo_sample
+
+    calibration = calibrated(drafter, verifier, demo_sample())  # measured once per machine, then stored
     offline_clips, streaming_clips = _clips(quick)
     div = _Divergences()
     totals = {k: {"decoder_s": 0.0, "encoder_s": 0.0, "audio_s": 0.0, "passes": 0, "drafter_s": 0.0,
@@ -179,6 +183,10 @@ def run(quick: bool) -> dict:
         "offline": totals,
         "streaming": stream,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "calibration": {"threshold": calibration.threshold, "max_draft": calibration.max_draft,
+                        "drafter_step_ms": calibration.drafter_step_ms,
+                        "verifier_pass_ms": calibration.verifier_pass_ms,
+                        "decoder_ms_on_demo": calibration.decoder_ms},
         "assisted_generation": "not run: transformers' assistant_model needs one tokenizer for both models, "
                                "and tiny.en and base tokenize differently",
     }
@@ -227,6 +235,14 @@ def markdown(r: dict) -> str:
         f"({r['identical_token_fraction']:.4f} of tokens). Draft acceptance {r['acceptance_rate']}, recycled drafts "
         f"{r['recycled_acceptance_rate']}, previous transcript {r['previous_transcript_acceptance_rate']}; "
         f"mean accepted per round {r['mean_accepted_per_round']}.",
+    ]
+    c = r["calibration"]
+    lines += [
+        "",
+        f"This machine's calibration (stored; the engine uses it when `asr.calibrate` is on): threshold "
+        f"{c['threshold']}, longest draft {c['max_draft']}; drafter step {c['drafter_step_ms']} ms; verifier pass "
+        + ", ".join(f"{k} tok {v} ms" for k, v in c["verifier_pass_ms"].items()) + ". The tables above use the "
+        "paper's defaults (0.4, 24).",
     ]
     for d in r["divergences"]:
         lines.append(f"- divergence {d['where']} at token {d['token']}, top-2 gap {d['top2_gap']}: "

@@ -18,9 +18,13 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
         drafter = store.resolve(asr.drafter, on_status)
         verifier = store.resolve(asr.verifier, on_status)
         if on_status:
-            on_status(f"Loading speech models {asr.drafter} (drafter) and {asr.verifier} (verifier)", None)
+            on_status(f"Loading speech models {asr.drafter} (drafter) and {asr.verifier} (verifier)"
+                      + (" and tuning them for this machine (the first time only)" if asr.calibrate else ""), None)
+        from .paths import demo_sample
+
         options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft)
-        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device)
+        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device,
+                                 calibrate_on=demo_sample() if asr.calibrate else None)
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)

@@ -37,7 +37,7 @@ IDLE, LOADING, RUNNING, PAUSED, STOPPING = "idle", "loading", "running", "paused
 
 # Settings that need the models reloaded (they apply at the next start); everything else is live.
 _RESTART_KEYS = {
-    "asr": ("model", "drafter", "verifier", "draft_threshold", "max_draft", "language", "compute_device", "engine",
+    "asr": ("model", "drafter", "verifier", "draft_threshold", "max_draft", "calibrate", "language", "compute_device", "engine",
             "min_chunk_s", "buffer_trim_s", "vad",
             "vad_threshold", "vad_min_silence_s", "utterance_end_s"),
     "translation": ("target", "model", "prompt_style", "n_gpu_layers", "n_threads", "reuse_prefix"),
@@ -231,7 +231,8 @@ class CaptionService:
     def _load_engines(self) -> None:
         settings = self.settings
         a = settings.asr
-        asr_key = (a.engine, a.model, a.drafter, a.verifier, a.draft_threshold, a.max_draft, a.compute_device)
+        asr_key = (a.engine, a.model, a.drafter, a.verifier, a.draft_threshold, a.max_draft, a.calibrate,
+                   a.compute_device)
         if self.asr_engine is None or asr_key != self._asr_key:
             self._close_asr()
             self.asr_engine = ThreadedEngine(create_asr_engine(settings, self.store, self.listener.on_status))

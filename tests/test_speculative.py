@@ -196,3 +196,19 @@ def test_speculative_engine_streams_with_word_times(store, jfk):
     country = [w for w in words if "country" in w.text.lower()]
     assert country and 5.5 < country[0].start < 7.0, country  # "country" is first said at about 6 s
     assert engine.stats.previous_accepted > 0 and engine.stats.previous_accepted >= engine.stats.draft_accepted / 4
+
+
+def test_calibration_is_measured_once_per_machine_and_stored(runners, tmp_path, monkeypatch):
+    from core.asr.speculative.calibration import MAX_DRAFTS, THRESHOLDS, calibrated, load_calibration
+    from core.paths import demo_sample
+
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path))
+    drafter, verifier = runners
+    assert load_calibration(drafter.name, verifier.name) is None
+    first = calibrated(drafter, verifier, demo_sample())
+    assert first.threshold in THRESHOLDS and first.max_draft in MAX_DRAFTS
+    assert first.decoder_ms[f"{first.threshold}/{first.max_draft}"] == min(first.decoder_ms.values())
+    assert set(first.verifier_pass_ms) == {"1", "4", "8", "16", "24", "32"} and first.drafter_step_ms > 0
+    assert (tmp_path / "speculative-calibration.json").exists()
+    again = calibrated(drafter, verifier, demo_sample())  # stored: not measured again
+    assert again == first

@@ -27,9 +27,21 @@ class SpeculativeEngine:
     """
 
     def __init__(self, drafter_path: str | Path, verifier_path: str | Path,
-                 options: SpeculativeOptions | None = None, device: str = "cpu") -> None:
+                 options: SpeculativeOptions | None = None, device: str = "cpu",
+                 calibrate_on: Path | None = None) -> None:
+        """Load both models. With ``calibrate_on`` (a recording), the threshold and longest
+        draft come from this machine's stored calibration, measured on it the first time."""
         self.drafter = WhisperRunner(drafter_path, device=device, quantize=True)
         self.verifier = WhisperRunner(verifier_path, device=device)
+        options = options or SpeculativeOptions()
+        self.calibration = None
+        if calibrate_on is not None:
+            from dataclasses import replace
+
+            from .calibration import calibrated
+
+            self.calibration = calibrated(self.drafter, self.verifier, calibrate_on)
+            options = replace(options, threshold=self.calibration.threshold, max_draft=self.calibration.max_draft)
         self.decoder = SpeculativeDecoder(self.drafter, self.verifier, options)
         self.name = f"speculative:{Path(drafter_path).name}->{Path(verifier_path).name}"
         self.multilingual = self.verifier.multilingual
