@@ -50,9 +50,28 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setQuitOnLastWindowClosed(False)  # the tray keeps the app; Quit ends it
     controller = AppController()
     app.aboutToQuit.connect(controller.shutdown)
+    _quit_on_signals(app)
     code = app.exec()
     controller.shutdown()
     return int(code)
+
+
+def _quit_on_signals(app) -> None:
+    """Ctrl+C or SIGTERM in the launching terminal quits cleanly (captions are already journaled).
+
+    Python runs signal handlers only between bytecodes, so a light timer lets the
+    interpreter in while Qt's event loop waits.
+    """
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: app.quit())
+    timer = QTimer(app)
+    timer.setInterval(250)
+    timer.timeout.connect(lambda: None)
+    timer.start()
 
 
 def desktop_entry() -> str:

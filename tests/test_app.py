@@ -458,3 +458,25 @@ def test_signals_from_worker_threads_keep_reference_counts(qtbot):
     qtbot.waitUntil(lambda: received[0] == 20_000, timeout=30_000)
     assert abs(sys.getrefcount(True) - before_true) < 100
     assert abs(sys.getrefcount(None) - before_none) < 100
+
+
+def test_the_app_quits_cleanly_on_sigterm(app_dirs):
+    logs = app_dirs / "logs"
+    env = {**os.environ, "SOTTO_LOG_DIR": str(logs), "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.Popen([sys.executable, "-m", "core.cli", "app"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # polling another process's log; nothing to wait on
+            log = logs / "sotto.log"
+            if log.exists() and "translator gemma" in log.read_text():
+                break
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
