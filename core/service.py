@@ -25,7 +25,7 @@ from .audio.sources import open_source
 from .captions.history import CaptionHistory
 from .captions.policy import CaptionView
 from .engines import create_asr_engine, create_translator
-from .errors import SottoError
+from .errors import ModelError, SottoError
 from .models.store import ModelStore
 from .paths import demo_sample
 from .pipeline import CaptionPipeline, Progress
@@ -245,8 +245,13 @@ class CaptionService:
                 self.translator.close()
                 self.translator = None
             self._translator_key = None
-            self.translator = create_translator(settings, self.store, self.listener.on_status)
-            self._translator_key = tr_key
+            try:
+                self.translator = create_translator(settings, self.store, self.listener.on_status)
+            except ModelError as exc:  # captions still work: run without translation, try again next start
+                logger.error("translator not loaded: %s", exc, exc_info=True)
+                self.listener.on_message("error", f"{exc} Captions run without translation.")
+            else:
+                self._translator_key = tr_key
         elif self.translator is not None:
             cap = settings.captions
             self.translator.configure(tr.beta if tr.engine == "ssbd" else None,

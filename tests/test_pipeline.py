@@ -111,3 +111,46 @@ def test_terminal_display_plain_output(shared, tiny_engine, translator_de):
     text = out.getvalue()
     assert "country" in text.lower() and "  → " in text
     assert "\033[" not in text  # no escape codes into a pipe
+
+
+def test_service_captions_without_translation_when_the_translator_cannot_load(shared, tmp_path, monkeypatch):
+    """A broken translation model: the user is told, and captions run anyway."""
+    from core.service import CaptionService
+    from core.settings import Settings
+
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path / "data"))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 100)
+
+    class Listener:
+        def __init__(self):
+            self.views, self.messages = [], []
+
+        def on_view(self, view):
+            self.views.append(view)
+
+        def on_progress(self, progress):
+            pass
+
+        def on_message(self, level, text):
+            self.messages.append((level, text))
+
+        def on_state(self, state, detail):
+            pass
+
+        def on_status(self, message, fraction):
+            pass
+
+    listener = Listener()
+    settings = (Settings().with_value("translation.model", str(broken))
+                .with_value("audio.source", str(shared / "asr" / "jfk.flac")))
+    service = CaptionService(settings, listener)
+    try:
+        service.start()
+        assert service.wait_idle(120)
+    finally:
+        service.shutdown()
+    assert any(level == "error" and "broken.gguf" in text and "without translation" in text
+               for level, text in listener.messages), listener.messages
+    assert listener.views and "country" in " ".join(line.sentence.text for line in listener.views[-1].lines).lower()
+    assert service.last_session is not None and service.last_session.summary["translation"] is None
