@@ -178,9 +178,13 @@ class AppController(QObject):
         self._set_quietly("overlay.click_through", enabled)
 
     def _set_quietly(self, key: str, value) -> None:
+        self._save_quietly(self.settings.with_value(key, value))
+
+    def _save_quietly(self, settings: Settings) -> None:
+        """Keep and save settings the user changed by using the app (not through the panel)."""
+        self.settings = settings
         try:
-            self.settings = self.settings.with_value(key, value)
-            save_settings(self.settings)
+            save_settings(settings)
         except (SottoError, OSError) as exc:
             self.window.show_message("error", f"Could not save settings ({exc}).")
 
@@ -396,8 +400,7 @@ class AppController(QObject):
             logger.debug("overlay geometry out of range, not saved", exc_info=True)
             return
         if new != self.settings:
-            self.settings = new
-            self._set_quietly("overlay.x", g.x())  # saves the whole settings object
+            self._save_quietly(new)
 
     # -- quitting --------------------------------------------------------------------------------------------
     def quit(self) -> None:

@@ -55,14 +55,14 @@ class CaptionOverlay(QWidget):
         self.source_meter = ErasureMeter(source_lang)
         self.translation_meter = ErasureMeter(target_lang)
         self._last_painted: tuple[str, str] | None = None
-        self.style = settings
+        self.look = settings
         self.apply_style(settings)
         self.set_click_through(settings.click_through)
 
     # -- configuration -----------------------------------------------------------------------
     def apply_style(self, settings: OverlaySettings) -> None:
         """Font, colours, opacity, number of lines and which tracks to show."""
-        self.style = settings
+        self.look = settings
         font = QFont(settings.font_family) if settings.font_family else QFont()
         if not settings.font_family:
             font.setStyleHint(QFont.StyleHint.SansSerif)
@@ -91,9 +91,9 @@ class CaptionOverlay(QWidget):
 
     def content_height(self) -> int:
         """The height that fits the configured number of lines for the shown tracks."""
-        tracks = 2 if self.style.show == "both" else 1
+        tracks = 2 if self.look.show == "both" else 1
         line = self._metrics.lineSpacing()
-        return int(2 * PADDING + tracks * self.style.lines * line + (tracks - 1) * TRACK_GAP) + 1
+        return int(2 * PADDING + tracks * self.look.lines * line + (tracks - 1) * TRACK_GAP) + 1
 
     def set_click_through(self, enabled: bool) -> None:
         """Let the mouse pass through to the window below (and back)."""
@@ -169,8 +169,8 @@ class CaptionOverlay(QWidget):
     def visible_lines(self) -> tuple[list[VisualLine], list[VisualLine]]:
         """The visual lines shown now: (source track, translation track), last ``lines`` of each."""
         width = max(10.0, self.width() - 2 * PADDING)
-        n = self.style.lines
-        show = self.style.show
+        n = self.look.lines
+        show = self.look.show
         src = self._wrap(self._source_parts(), width)[-n:] if show in ("both", "source") else []
         has_translation = self._target_lang is not None
         tr = (self._wrap(self._translation_parts(), width)[-n:]
@@ -189,8 +189,8 @@ class CaptionOverlay(QWidget):
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
-        bg = QColor(self.style.background_color)
-        bg.setAlphaF(max(0.0, min(1.0, self.style.opacity)))
+        bg = QColor(self.look.background_color)
+        bg.setAlphaF(max(0.0, min(1.0, self.look.opacity)))
         path = QPainterPath()
         path.addRoundedRect(self.rect().adjusted(0, 0, -1, -1), 12, 12)
         painter.fillPath(path, bg)
@@ -199,17 +199,17 @@ class CaptionOverlay(QWidget):
         spacing = self._metrics.lineSpacing()
         if not src and not tr:
             painter.setFont(self._tentative_font)
-            painter.setPen(QColor(self.style.tentative_color))
+            painter.setPen(QColor(self.look.tentative_color))
             painter.drawText(QRect(PADDING, PADDING, self.width() - 2 * PADDING, self.height() - 2 * PADDING),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap,
                              self._placeholder)
-        for lines, colour in ((src, self.style.text_color), (tr, self.style.translation_color)):
+        for lines, colour in ((src, self.look.text_color), (tr, self.look.translation_color)):
             for line in lines:
                 x = float(PADDING)
                 for run in line:
                     tentative = run.style == TENTATIVE
                     painter.setFont(self._tentative_font if tentative else self._font)
-                    painter.setPen(QColor(self.style.tentative_color if tentative else colour))
+                    painter.setPen(QColor(self.look.tentative_color if tentative else colour))
                     painter.drawText(int(x), int(y + self._metrics.ascent()), run.text)
                     x += (self._tentative_metrics if tentative else self._metrics).horizontalAdvance(run.text)
                 y += spacing

@@ -8,6 +8,28 @@ from .settings import Settings
 from .translate.translator import LlamaTranslator, TranslatorOptions
 
 
+# What each engine is built from: a change to any of these needs the engine rebuilt.
+ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "calibrate",
+                   "compute_device")
+TRANSLATOR_KEYS = ("target", "model", "prompt_style", "n_threads", "n_gpu_layers", "reuse_prefix")
+
+
+def asr_engine_key(settings: Settings) -> tuple:
+    """The settings the speech engine is built from."""
+    return tuple(getattr(settings.asr, name) for name in ASR_ENGINE_KEYS)
+
+
+def translator_key(settings: Settings) -> tuple:
+    """The settings the translator is built from (the spoken language is in its prompt)."""
+    return (settings.asr.language, *(getattr(settings.translation, name) for name in TRANSLATOR_KEYS))
+
+
+def translator_knobs(settings: Settings) -> tuple[float | None, int]:
+    """The translator's live knobs: β (None for plain re-translation) and the in-draft mask-k."""
+    tr, cap = settings.translation, settings.captions
+    return (tr.beta if tr.engine == "ssbd" else None), (cap.mask_k if cap.mask_mode == "draft" else 0)
+
+
 def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCallback | None = None) -> ASREngine:
     """The speech recogniser selected in settings."""
     asr = settings.asr
@@ -47,14 +69,15 @@ def create_translator(
     spec = get_spec(tr.model)
     if style == "auto" and spec is not None and "prompt_style" in spec.extra:
         style = spec.extra["prompt_style"]
+    beta, draft_mask_k = translator_knobs(settings)
     options = TranslatorOptions(
         source_lang=settings.asr.language,
         target_lang=tr.target,
         prompt_style=style,
         n_threads=tr.n_threads,
         n_gpu_layers=tr.n_gpu_layers,
-        beta=tr.beta if tr.engine == "ssbd" else None,
+        beta=beta,
         reuse_prefix=tr.reuse_prefix,
-        draft_mask_k=settings.captions.mask_k if settings.captions.mask_mode == "draft" else 0,
+        draft_mask_k=draft_mask_k,
     )
     return LlamaTranslator(path, options)

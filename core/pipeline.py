@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
 from . import __version__, logger
 from .asr.engine import ASREngine
 from .asr.streaming import StreamingTranscriber
@@ -25,6 +26,7 @@ from .asr.types import CaptionUpdate, StageTimings, StreamingOptions
 from .audio.sources import AudioSource
 from .captions.journal import CaptionJournal
 from .captions.policy import CaptionPolicy, CaptionView
+from .engines import translator_knobs
 from .errors import Interrupted, SottoError
 from .settings import Settings
 from .translate.streaming import FrozenTranslation, StreamingTranslator, TranslationUpdate
@@ -91,6 +93,11 @@ class _Latency:
         }
 
 
+def _translation_mask_k(settings: Settings) -> int | None:
+    """The policy's on-screen mask for the translation: none when mask-k is applied in the draft."""
+    return 0 if settings.captions.mask_mode == "draft" else None
+
+
 class CaptionPipeline:
     """Runs one source through the engines it is given and journals the captions."""
 
@@ -114,7 +121,7 @@ class CaptionPipeline:
         captions = settings.captions
         # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
         self.policy = CaptionPolicy(captions.mask_k, settings.asr.language, target,
-                                    translation_mask_k=0 if captions.mask_mode == "draft" else None)
+                                    translation_mask_k=_translation_mask_k(settings))
         self._lock = threading.Lock()  # guards policy, journal and listener calls
         self._stop = threading.Event()
         self._quick_stop = False
@@ -172,15 +179,12 @@ class CaptionPipeline:
 
     def apply_settings(self, settings: Settings) -> None:
         """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
-        captions = settings.captions
         with self._lock:
-            self.policy.mask_k = captions.mask_k
-            self.policy.translation_mask_k = 0 if captions.mask_mode == "draft" else None
+            self.policy.mask_k = settings.captions.mask_k
+            self.policy.translation_mask_k = _translation_mask_k(settings)
             self.settings = settings
         if self.translator is not None:
-            tr = settings.translation
-            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
-                                      captions.mask_k if captions.mask_mode == "draft" else 0)
+            self.translator.configure(*translator_knobs(settings))
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, source: AudioSource) -> dict[str, Any]:

@@ -23,12 +23,12 @@ from .asr.engine import ASREngine
 from .asr.threaded import ThreadedEngine
 from .audio.sources import open_source
 from .captions.history import CaptionHistory
-from .captions.policy import CaptionView
-from .engines import create_asr_engine, create_translator
+from .engines import (ASR_ENGINE_KEYS, TRANSLATOR_KEYS, asr_engine_key, create_asr_engine, create_translator,
+                      translator_key, translator_knobs)
 from .errors import ModelError, SottoError
 from .models.store import ModelStore
 from .paths import demo_sample
-from .pipeline import CaptionPipeline, Progress
+from .pipeline import CaptionPipeline, PipelineListener
 from .settings import Settings
 from .translate.translator import LlamaTranslator
 from .translate.worker import TranslationWorker
@@ -37,22 +37,16 @@ IDLE, LOADING, RUNNING, PAUSED, STOPPING = "idle", "loading", "running", "paused
 
 # Settings that need the models reloaded (they apply at the next start); everything else is live.
 _RESTART_KEYS = {
-    "asr": ("model", "drafter", "verifier", "draft_threshold", "max_draft", "calibrate", "language", "compute_device", "engine",
-            "min_chunk_s", "buffer_trim_s", "vad",
-            "vad_threshold", "vad_min_silence_s", "utterance_end_s"),
-    "translation": ("target", "model", "prompt_style", "n_gpu_layers", "n_threads", "reuse_prefix"),
+    "asr": (*ASR_ENGINE_KEYS, "language", "min_chunk_s", "buffer_trim_s", "vad", "vad_threshold",
+            "vad_min_silence_s", "utterance_end_s"),
+    "translation": TRANSLATOR_KEYS,
     "audio": ("device", "channel", "source"),
 }
 
 
-class ServiceListener(Protocol):
-    """What a front end receives; called on the service's threads, never the caller's."""
-
-    def on_view(self, view: CaptionView) -> None: ...
-
-    def on_progress(self, progress: Progress) -> None: ...
-
-    def on_message(self, level: str, text: str) -> None: ...
+class ServiceListener(PipelineListener, Protocol):
+    """What a front end receives (a pipeline listener plus state and status); called on the
+    service's threads, never the caller's."""
 
     def on_state(self, state: str, detail: str) -> None: ...
 
@@ -158,9 +152,7 @@ class CaptionService:
         if pipeline is not None:
             pipeline.apply_settings(settings)
         elif self.translator is not None:
-            tr, cap = settings.translation, settings.captions
-            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
-                                      cap.mask_k if cap.mask_mode == "draft" else 0)
+            self.translator.configure(*translator_knobs(settings))
         return later if pipeline is not None or self.asr_engine is not None else []
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -230,16 +222,12 @@ class CaptionService:
 
     def _load_engines(self) -> None:
         settings = self.settings
-        a = settings.asr
-        asr_key = (a.engine, a.model, a.drafter, a.verifier, a.draft_threshold, a.max_draft, a.calibrate,
-                   a.compute_device)
+        asr_key = asr_engine_key(settings)
         if self.asr_engine is None or asr_key != self._asr_key:
             self._close_asr()
             self.asr_engine = ThreadedEngine(create_asr_engine(settings, self.store, self.listener.on_status))
             self._asr_key = asr_key
-        tr = settings.translation
-        tr_key = (tr.target, tr.model, settings.asr.language, tr.prompt_style, tr.n_threads, tr.n_gpu_layers,
-                  tr.reuse_prefix)
+        tr_key = translator_key(settings)
         if tr_key != self._translator_key:
             if self.translator is not None:
                 self.translator.close()
@@ -253,9 +241,7 @@ class CaptionService:
             else:
                 self._translator_key = tr_key
         elif self.translator is not None:
-            cap = settings.captions
-            self.translator.configure(tr.beta if tr.engine == "ssbd" else None,
-                                      cap.mask_k if cap.mask_mode == "draft" else 0)
+            self.translator.configure(*translator_knobs(settings))
         self.listener.on_status("Models ready", 1.0)
 
     def _run_session(self, spec: str | None) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.captions.history import CaptionHistory, HistoryEntry, export_entries, read_session
+from core.captions.history import CaptionHistory, export_entries, read_session
 from core.captions.journal import CaptionJournal
 from core.errors import ModelError, SottoError, SettingsError
 from core.settings import Settings, check_combination, load_settings

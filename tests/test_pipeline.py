@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 
 from core.audio import FileSource
 from core.pipeline import CaptionPipeline

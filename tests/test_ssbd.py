@@ -145,7 +145,9 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
                      float(i), float(i) + 1) for i in range(4)]
     worker.submit(CaptionUpdate(long, "", "", 4.0, 4.0))
     left = worker.finish(cancel=True)
-    assert sum(len(r.frozen) for r in results) < 4 and not errors, "the cancel interrupted the model"
+    translated = {f.sentence.index for r in results for f in r.frozen}
+    assert len(translated) < 4 and not errors, "the cancel interrupted the model"
+    assert translated.isdisjoint(s.index for s in left), "what is returned as left was not translated"
     assert worker.alive
     worker.close()
     assert not worker.alive

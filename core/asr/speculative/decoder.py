@@ -169,7 +169,7 @@ class SpeculativeDecoder:
                 pending = pending[opts.max_verify:] if kind == "previous" else []
             else:
                 t0 = time.perf_counter()
-                draft = drafter.propose(out, stats)
+                draft = drafter.propose(out)
                 stats.drafter_seconds += time.perf_counter() - t0
                 kind = "draft"
             draft = draft[: max(0, limit - len(out))]
@@ -220,7 +220,7 @@ class SpeculativeDecoder:
             # 3. recycling: does the drafter re-join the rejected tail?
             if opts.recycle and accepted < len(draft) and rejected_tail:
                 t0 = time.perf_counter()
-                joined = drafter.rejoin(out, draft[accepted:accepted + 1] + rejected_tail, stats)
+                joined = drafter.rejoin(out, draft[accepted:accepted + 1] + rejected_tail)
                 stats.drafter_seconds += time.perf_counter() - t0
                 if joined:
                     pending, pending_kind = joined, ("previous" if kind == "previous" else "recycled")
@@ -249,7 +249,6 @@ class _DrafterSync:
         self.state = state
         self.prompt_len = prompt_len
         self.logits = logits  # predicts the token after state.tokens
-        self.verified_text_tokens: list[int] = []
 
     def _target(self, verified: list[int]) -> list[int]:
         """Drafter tokens for the verified verifier tokens."""
@@ -285,7 +284,7 @@ class _DrafterSync:
         token = int(row.argmax())
         return token, float(probs[token])
 
-    def propose(self, verified: list[int], stats: DecodeStats) -> list[int]:
+    def propose(self, verified: list[int]) -> list[int]:
         """Draft greedily from the verified text: adaptive length, mapped to verifier tokens."""
         dec, opts = self.decoder, self.decoder.options
         d, v = dec.drafter, dec.verifier
@@ -315,7 +314,7 @@ class _DrafterSync:
             draft.append(v.special.eot)
         return draft
 
-    def rejoin(self, verified: list[int], rejected: list[int], stats: DecodeStats) -> list[int]:
+    def rejoin(self, verified: list[int], rejected: list[int]) -> list[int]:
         """The part of a rejected draft to verify again, if the drafter's next token re-joins it.
 
         ``rejected`` starts at the mismatched draft token. The verifier's correction

@@ -11,7 +11,6 @@ speculative decoder are built on these two operations.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +94,6 @@ class WhisperRunner:
         self._suppress_mask = torch.zeros(self.vocab_size, dtype=torch.bool)
         self._suppress_mask[self.suppress] = True
         self._suppress_mask[self.special.timestamp_begin:] = True  # no timestamps in this mode
-        self._lock = threading.Lock()
         logger.info("torch whisper %s loaded from %s on %s", self.name, self.path, self.device)
 
     def _quantize_decoder(self) -> None:
