@@ -131,7 +131,7 @@ def test_same_tokenizer_pair_skips_the_mapping_and_accepts_its_own_drafts(runner
 
 def test_previous_transcript_is_the_first_draft_in_streaming(runners):
     """Cross-update recycling: each 1 s update's window starts from the last verified transcript."""
-    from core.asr.speculative import SpeculativeDecoder, greedy_decode
+    from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions, greedy_decode
 
     drafter, verifier = runners
     decoder = SpeculativeDecoder(drafter, verifier)
@@ -146,6 +146,12 @@ def test_previous_transcript_is_the_first_draft_in_streaming(runners):
         reused += result.stats.previous_accepted
         previous = result.tokens
     assert reused > 10
+    # a correct previous transcript longer than one verifier pass is accepted whole, chunk after chunk
+    chunked = SpeculativeDecoder(drafter, verifier, SpeculativeOptions(max_verify=8))
+    reference = greedy_decode(verifier, audio)
+    result = chunked.decode(audio, previous_tokens=reference.tokens[:-3])
+    _compare(reference, result, "previous in chunks of 8")
+    assert result.stats.previous_accepted == result.stats.previous_proposed == len(reference.tokens) - 3
     # a wrong "previous transcript" costs passes but never changes the output
     garbage = verifier.encode_text(" completely unrelated words about bananas and trains")
     wrong = decoder.decode(audio, previous_tokens=garbage)

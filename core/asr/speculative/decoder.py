@@ -200,6 +200,11 @@ class SpeculativeDecoder:
             self._count(stats, kind, len(draft), accepted)
             if finished:
                 break
+            if correction is None and accepted == len(draft) and kind == "previous" and pending:
+                # the previous transcript goes on: its next chunk is checked against the last row
+                vlogits = rows_for_draft[len(draft)]
+                stats.verifier_seconds += time.perf_counter() - t0
+                continue
             if correction is None and accepted == len(draft):
                 # everything accepted: the last row predicts the next token
                 row = v.process(rows_for_draft[len(draft)].clone(), first_step=not out)
