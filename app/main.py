@@ -84,10 +84,13 @@ def install_desktop_entry() -> Path:
     """Write the ``.desktop`` entry into the user's applications folder; returns its path."""
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     path = base / "applications" / "sotto.desktop"
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = desktop_entry()
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise SottoError(f"Could not write the launcher {path} ({exc.strerror or exc}).") from exc
     return path
 
 
@@ -125,6 +128,11 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
 
     app = QApplication.instance() or QApplication([])
     recording = Path(recording or default_recording())
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SottoError(f"Could not create {out_dir} ({exc.strerror or exc}).") from exc
     settings = Settings()  # the defaults, not the user's settings: screenshots are reproducible
     store = ModelStore()
     asr = create_asr_engine(settings, store, on_status)
@@ -156,8 +164,6 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
     if view is None:
         raise SottoError(f"No speech was recognised in {recording}; choose another recording.")
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     overlay = CaptionOverlay(settings.overlay, settings.asr.language, settings.translation.target)
     overlay.resize(settings.overlay.width, overlay.content_height())
     overlay.show_view(view)
@@ -174,13 +180,15 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
     painter.drawPixmap(QPoint(margin, margin), caption)
     painter.end()
     overlay_png = out_dir / "overlay.png"
-    canvas.save(str(overlay_png))
+    if not canvas.save(str(overlay_png)):
+        raise SottoError(f"Could not write {overlay_png}.")
     overlay.close()
 
     panel = SettingsPanel(settings, store.list(), [("", "System default")], cuda_available=False)
     panel.show()
     app.processEvents()
     settings_png = out_dir / "settings.png"
-    panel.grab().save(str(settings_png))
+    if not panel.grab().save(str(settings_png)):
+        raise SottoError(f"Could not write {settings_png}.")
     panel.close()
     return [overlay_png, settings_png]

@@ -124,3 +124,10 @@ def test_unexpected_error_is_one_sentence_pointing_to_log():
     # `models path` of an hf: reference that has no files yet is a clean ModelNotFound, not a crash
     line = _one_sentence(sotto("models", "path", "hf:someone/some-model/file.gguf"))
     assert "sotto models get hf:someone/some-model/file.gguf" in line
+
+
+def test_screenshot_into_an_unwritable_place_is_one_sentence(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    line = _one_sentence(sotto("screenshot", str(blocker / "shots")))
+    assert "Could not create" in line and "shots" in line

@@ -182,15 +182,20 @@ def convert_ct2_whisper(source: Path, dest: Path) -> Path:
         "converted_from": "ctranslate2",
     }
     staging = dest.with_name(dest.name + ".staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
-    (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    shutil.copy(source / "tokenizer.json", staging / "tokenizer.json")
-    stamp = _source_stamp(source)
-    (staging / "source.json").write_text(json.dumps(stamp) + "\n", encoding="utf-8")
-    shutil.rmtree(dest, ignore_errors=True)
-    staging.replace(dest)
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        shutil.copy(source / "tokenizer.json", staging / "tokenizer.json")
+        stamp = _source_stamp(source)
+        (staging / "source.json").write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+        shutil.rmtree(dest, ignore_errors=True)
+        staging.replace(dest)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ModelError(f"Could not write the converted speech model to {dest} ({exc.strerror or exc}); "
+                         "check the free disk space.") from exc
     logger.info("converted %s to transformers format in %s", source, dest)
     return dest
 
