@@ -223,7 +223,10 @@ class SettingsPanel(QDialog):
         self.max_draft.setRange(1, 64)
         form.addRow("Longest draft (tokens)", self.max_draft)
         self._draft_row = row
-        self.calibrate = QCheckBox("Tune confidence and draft length for this machine (measured once)")
+        self.sparse_tree = QCheckBox("Sparse tree: also check the drafter's second guess where it is unsure")
+        form.addRow("", self.sparse_tree)
+        self.sparse_tree.toggled.connect(lambda on: self.change_requested.emit("asr.sparse_tree", on))
+        self.calibrate = QCheckBox("Tune confidence, draft length and sparse tree for this machine (measured once)")
         form.addRow("", self.calibrate)
         self.calibrate.toggled.connect(lambda on: self.change_requested.emit("asr.calibrate", on))
         spec_note = QLabel("The speculative engine's transcript is exactly the verifier's own; the drafter only "
@@ -380,14 +383,15 @@ class SettingsPanel(QDialog):
             self.draft_threshold.setValue(round(settings.asr.draft_threshold * 100))
             self.draft_threshold_value.setText(f"{settings.asr.draft_threshold:.2f}")
             self.max_draft.setValue(settings.asr.max_draft)
+            self.sparse_tree.setChecked(settings.asr.sparse_tree)
             self.calibrate.setChecked(settings.asr.calibrate)
-            self.draft_threshold.setEnabled(not settings.asr.calibrate)
-            self.max_draft.setEnabled(not settings.asr.calibrate)
+            for tuned in (self.draft_threshold, self.max_draft, self.sparse_tree):
+                tuned.setEnabled(not settings.asr.calibrate)
             spec = settings.asr.engine == "speculative"
             form = self._models_form
             form.setRowVisible(self.asr_model, not spec)
-            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self.calibrate,
-                           self._spec_note):
+            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self.sparse_tree,
+                           self.calibrate, self._spec_note):
                 form.setRowVisible(widget, spec)
             _select(self.translation_model.combo, settings.translation.model)
             _select(self.source, settings.audio.source)

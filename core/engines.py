@@ -9,8 +9,8 @@ from .translate.translator import LlamaTranslator, TranslatorOptions
 
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
-ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "calibrate",
-                   "compute_device")
+ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
+                   "calibrate", "compute_device")
 TRANSLATOR_KEYS = ("target", "model", "prompt_style", "n_threads", "n_gpu_layers", "reuse_prefix")
 
 
@@ -44,7 +44,8 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
                       + (" and tuning them for this machine (the first time only)" if asr.calibrate else ""), None)
         from .paths import demo_sample
 
-        options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft)
+        options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft,
+                                     sparse_tree=asr.sparse_tree)
         return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device,
                                  calibrate_on=demo_sample() if asr.calibrate else None)
     path = store.resolve(settings.asr.model, on_status)

@@ -484,3 +484,27 @@ def test_the_app_quits_cleanly_on_sigterm(app_dirs):
             proc.kill()
     assert proc.returncode == 0, out
     assert "Traceback" not in out
+
+
+def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
+    """The drafter/verifier rows appear with the speculative engine; the knobs calibration
+    tunes (confidence, longest draft, sparse tree) are editable only with calibration off."""
+    from app.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    settings = Settings()
+    panel = SettingsPanel(settings, ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    form = panel._models_form
+    assert form.isRowVisible(panel.asr_model) and not form.isRowVisible(panel.sparse_tree)
+    settings = settings.with_value("asr.engine", "speculative")
+    panel.load(settings)
+    assert not form.isRowVisible(panel.asr_model)
+    assert all(form.isRowVisible(w) for w in (panel.drafter_model, panel.verifier_model, panel.sparse_tree))
+    assert not panel.sparse_tree.isEnabled(), "calibration chooses the tree"
+    panel.load(settings.with_value("asr.calibrate", False))
+    assert panel.sparse_tree.isEnabled() and not panel.sparse_tree.isChecked()
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.sparse_tree.setChecked(True)
+    assert blocker.args == ["asr.sparse_tree", True]

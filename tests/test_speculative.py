@@ -27,6 +27,14 @@ def runners(store):
     return drafter, verifier
 
 
+@pytest.fixture(scope="module")
+def references(runners):
+    """The verifier's greedy transcript of each clip, computed once for every variant."""
+    from core.asr.speculative import greedy_decode
+
+    return {clip: greedy_decode(runners[1], _audio(clip)) for clip in CLIPS}
+
+
 def _audio(name: str) -> np.ndarray:
     from core.audio import decode_file
 
@@ -89,9 +97,60 @@ def test_truncating_the_cache_equals_a_fresh_pass(runners, jfk):
     assert [int(x) for x in rows_a.argmax(-1)] == [int(x) for x in rows_b.argmax(-1)]
 
 
-@pytest.mark.parametrize("variant", ["all", "no-adaptive", "no-recycling", "tiny-draft"])
-def test_speculative_output_is_the_verifiers_greedy_output(runners, variant):
-    from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions, greedy_decode
+def test_a_tree_pass_scores_each_branch_as_its_own_sequence_and_keeps_the_chosen_one(runners, jfk):
+    """Sparse-tree verification: one pass over a trunk and a branch gives each path the logits a
+    plain pass over that path gives, and keeping the branch leaves the cache of a fresh pass."""
+    import torch
+
+    from core.asr.speculative.tree import DraftTree
+
+    _, verifier = runners
+    enc = verifier.encode(jfk)
+    prompt = verifier.prompt("", "en")
+    trunk = verifier.encode_text(" And so, my fellow Americans, ask not")
+    branch = verifier.encode_text(" And so, my dear friends")
+    tree = DraftTree.from_paths(trunk, [branch])
+    assert tree.trunk_size == len(trunk) and len(tree) < len(trunk) + len(branch), "shared prefix stored once"
+    state = verifier.start(enc)
+    state.append(prompt)
+    rows = state.append(tree.tokens, logits_from=0, parents=tree.parents)
+    children, node, path = tree.children(), -1, []
+    for token in branch:
+        node = children[node][token]
+        path.append(node)
+    for tokens, nodes in ((trunk, list(range(len(trunk)))), (branch, path)):
+        fresh = verifier.start(enc)
+        fresh.append(prompt)
+        plain = fresh.append(tokens, logits_from=0)
+        assert torch.allclose(rows[nodes], plain, atol=1e-3), float((rows[nodes] - plain).abs().max())
+        assert rows[nodes].argmax(-1).tolist() == plain.argmax(-1).tolist()
+    state.keep(len(prompt), path)
+    assert state.tokens == prompt + branch
+    after = verifier.encode_text(" of the world")
+    fresh = verifier.start(enc)
+    fresh.append(prompt + branch)
+    assert torch.allclose(state.append(after, logits_from=0), fresh.append(after, logits_from=0), atol=1e-3)
+
+
+def test_draft_tree_shape():
+    """Fast: trie building, clipping by depth and the trunk's continuation."""
+    from core.asr.speculative.tree import DraftTree
+
+    tree = DraftTree.from_paths([1, 2, 3, 4], [[1, 2, 9, 8], [1, 2, 3, 4], [7]])
+    assert tree.tokens == [1, 2, 3, 4, 9, 8, 7]
+    assert tree.parents == [-1, 0, 1, 2, 1, 4, -1]
+    assert not tree.is_linear and DraftTree.linear([5, 6]).is_linear
+    assert tree.children()[1] == {3: 2, 9: 4}
+    assert [tree.depth(i) for i in range(len(tree))] == [1, 2, 3, 4, 3, 4, 1]
+    clipped = tree.clip(3)
+    assert clipped.tokens == [1, 2, 3, 9, 7] and clipped.parents == [-1, 0, 1, 1, -1] and clipped.trunk_size == 3
+    assert tree.chain(1) == [2, 3, 4] and tree.chain(4) == [9, 8]
+
+
+@pytest.mark.parametrize("variant", ["all", "no-adaptive", "no-recycling", "tiny-draft", "sparse-tree",
+                                     "sparse-tree-only"])
+def test_speculative_output_is_the_verifiers_greedy_output(runners, references, variant):
+    from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions
 
     drafter, verifier = runners
     options = {
@@ -99,13 +158,15 @@ def test_speculative_output_is_the_verifiers_greedy_output(runners, variant):
         "no-adaptive": SpeculativeOptions(adaptive=False),
         "no-recycling": SpeculativeOptions(recycle=False),
         "tiny-draft": SpeculativeOptions(max_draft=3, threshold=0.9),
+        "sparse-tree": SpeculativeOptions(sparse_tree=True, threshold=0.6),
+        "sparse-tree-only": SpeculativeOptions(sparse_tree=True, recycle=False, reuse_previous=False),
     }[variant]
     decoder = SpeculativeDecoder(drafter, verifier, options)
     assert not decoder.same_tokenizer, "tiny.en and base tokenize differently: drafts go through text"
-    identical, notes, accepted, proposed = 0, [], 0, 0
+    identical, notes, accepted, proposed, branches, tree_rounds = 0, [], 0, 0, 0, 0
     for clip in CLIPS:
         audio = _audio(clip)
-        reference = greedy_decode(verifier, audio)
+        reference = references[clip]
         result = decoder.decode(audio)
         same, note = _compare(reference, result, f"{variant}/{clip}")
         identical += same
@@ -113,6 +174,12 @@ def test_speculative_output_is_the_verifiers_greedy_output(runners, variant):
         accepted += result.stats.draft_accepted + result.stats.recycled_accepted
         proposed += result.stats.draft_proposed + result.stats.recycled_proposed
         assert result.stats.verifier_passes < len(reference.tokens) + 1, "fewer verifier passes than tokens"
+        branches += result.stats.branch_accepted
+        tree_rounds += result.stats.tree_rounds
+    if options.sparse_tree:
+        assert tree_rounds > 0 and branches > 0, "the verifier took some branches"
+    else:
+        assert tree_rounds == 0
     print("\n".join(notes) or f"{variant}: all {len(CLIPS)} clips identical")
     assert identical >= len(CLIPS) - 1
     assert proposed > 0 and accepted / proposed > 0.3, (accepted, proposed)
@@ -137,15 +204,17 @@ def test_previous_transcript_is_the_first_draft_in_streaming(runners):
     decoder = SpeculativeDecoder(drafter, verifier)
     audio = _audio("mfa_acoustic_corpus.wav")[: 12 * 16000]
     previous: list[int] = []
-    reused = 0
+    reused = without_drafter = 0
     for end in range(2, 13, 2):
         window = audio[: end * 16000]
         reference = greedy_decode(verifier, window)
         result = decoder.decode(window, previous_tokens=previous)
         _compare(reference, result, f"window 0-{end}s")
         reused += result.stats.previous_accepted
+        without_drafter += result.stats.drafter_steps == 0  # lazy drafter: the verifier decoded the new words
         previous = result.tokens
     assert reused > 10
+    assert without_drafter >= 1, "a short update never starts the drafter"
     # a correct previous transcript longer than one verifier pass is accepted whole, chunk after chunk
     chunked = SpeculativeDecoder(drafter, verifier, SpeculativeOptions(max_verify=8))
     reference = greedy_decode(verifier, audio)
@@ -154,8 +223,10 @@ def test_previous_transcript_is_the_first_draft_in_streaming(runners):
     assert result.stats.previous_accepted == result.stats.previous_proposed == len(reference.tokens) - 3
     # a wrong "previous transcript" costs passes but never changes the output
     garbage = verifier.encode_text(" completely unrelated words about bananas and trains")
-    wrong = decoder.decode(audio, previous_tokens=garbage)
-    _compare(greedy_decode(verifier, audio), wrong, "garbage previous")
+    for lazy in (0, 8):
+        wrong = SpeculativeDecoder(drafter, verifier, SpeculativeOptions(lazy_drafter=lazy)).decode(
+            audio, previous_tokens=garbage)
+        _compare(reference, wrong, f"garbage previous, lazy drafter {lazy}")
 
 
 def test_silence_noise_tiny_and_full_windows_do_not_fail(runners):
@@ -213,7 +284,9 @@ def test_calibration_is_measured_once_per_machine_and_stored(runners, tmp_path, 
     assert load_calibration(drafter.name, verifier.name) is None
     first = calibrated(drafter, verifier, demo_sample())
     assert first.threshold in THRESHOLDS and first.max_draft in MAX_DRAFTS
-    assert first.decoder_ms[f"{first.threshold}/{first.max_draft}"] == min(first.decoder_ms.values())
+    chosen = f"{first.threshold}/{first.max_draft}" + ("/tree" if first.sparse_tree else "")
+    assert first.decoder_ms[chosen] == min(first.decoder_ms.values())
+    assert len(first.decoder_ms) == len(THRESHOLDS) * (len(MAX_DRAFTS) + 1), "grid plus the tree at each threshold"
     assert set(first.verifier_pass_ms) == {"1", "4", "8", "16", "24", "32"} and first.drafter_step_ms > 0
     assert (tmp_path / "speculative-calibration.json").exists()
     again = calibrated(drafter, verifier, demo_sample())  # stored: not measured again

@@ -15,6 +15,13 @@ Two ways of not drafting at all:
 - **Cross-update recycling**: in streaming, the previous update's verified
   transcript of the same (now longer) window is the first draft, so most of the
   window is verified in a few passes instead of being decoded token by token.
+  What is left is usually a few new tokens: the verifier decodes up to
+  ``lazy_drafter`` of them alone before the drafter (and its encoder, on a CPU
+  the cost of about a dozen verifier steps) is started at all.
+
+With ``sparse_tree`` the drafter's runner-up at its first unsure token is
+continued as a branch (SpecASR's two-pass sparse tree); trunk and branch are
+verified in one pass with a tree attention mask.
 
 Drafter and verifier may use different tokenizers (tiny.en and base do): drafts
 are mapped through text, and the drafter is re-synchronised to the verified text
@@ -29,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .runtime import DecoderState, WhisperRunner, _torch
+from .tree import DraftTree
 
 NEAR_TIE = 0.05  # top-2 logit gaps below this are near-ties: batched and single passes may order them differently
 
@@ -43,6 +51,9 @@ class SpeculativeOptions:
     recycle: bool = True  # re-use the rejected draft's tail when the drafter re-joins it
     reuse_previous: bool = True  # cross-update recycling: the previous transcript is the first draft
     max_verify: int = 48  # most tokens of a recycled draft verified in one pass
+    sparse_tree: bool = False  # also draft the runner-up at the first unsure position; verify both in one pass
+    lazy_drafter: int = 8  # with a previous transcript, tokens the verifier decodes alone before drafting starts
+    branch_draft: int = 8  # most tokens on that branch
     max_new_tokens: int = 220
 
 
@@ -58,6 +69,9 @@ class DecodeStats:
     recycled_accepted: int = 0
     previous_proposed: int = 0
     previous_accepted: int = 0
+    branch_proposed: int = 0  # sparse-tree nodes off the trunk
+    branch_accepted: int = 0
+    tree_rounds: int = 0  # rounds whose draft had a branch
     rounds: int = 0
     encoder_seconds: float = 0.0
     drafter_seconds: float = 0.0
@@ -134,12 +148,14 @@ class SpeculativeDecoder:
                previous_tokens: list[int] | None = None, encoder_outputs: tuple | None = None) -> DecodeResult:
         """Transcribe one window. ``previous_tokens`` (verifier tokens of the last transcript of this
         window's audio, e.g. the previous streaming update) is verified first as a free draft.
-        ``encoder_outputs`` (from :meth:`encode`) skips the encoders."""
+        ``encoder_outputs`` (from :meth:`encode`) skips the encoders; its drafter part may be None,
+        and the drafter's encoder then runs on ``audio`` only if drafting is needed (see
+        ``SpeculativeOptions.lazy_drafter``)."""
         opts = self.options
-        v, d = self.verifier, self.drafter
+        v = self.verifier
         stats = DecodeStats()
         t0 = time.perf_counter()
-        venc, denc = encoder_outputs if encoder_outputs is not None else self.encode(audio)
+        venc, denc = encoder_outputs if encoder_outputs is not None else (v.encode(audio), None)
         stats.encoder_seconds = time.perf_counter() - t0
 
         vstate = v.start(venc)
@@ -147,94 +163,138 @@ class SpeculativeDecoder:
         vprompt = v.prompt(previous_text, language)
         vlogits = vstate.append(vprompt)
         stats.verifier_seconds += time.perf_counter() - t0
-        dstate = d.start(denc)
-        t0 = time.perf_counter()
-        dprompt = d.prompt(previous_text, language)
-        dlogits = dstate.append(dprompt)
-        stats.drafter_seconds += time.perf_counter() - t0
-        drafter = _DrafterSync(self, dstate, len(dprompt), dlogits)
+        pending = list(previous_tokens or []) if opts.reuse_previous else []
+        drafter: _DrafterSync | None = None
+        # with a previous transcript to verify, the drafter (its encoder, its prompt) starts only once
+        # the verifier has decoded lazy_drafter tokens beyond it by itself
+        verifier_only = opts.lazy_drafter if pending else 0
+        guessed = guess_failed = False  # the pending tail is a guess (recycled without the drafter's check)
+
+        def start_drafter() -> _DrafterSync:
+            nonlocal denc
+            d = self.drafter
+            t0 = time.perf_counter()
+            if denc is None:
+                if audio is None:
+                    raise ValueError("the drafter's encoder output or the audio is needed")
+                denc = d.encode(audio)
+            stats.encoder_seconds += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            dstate = d.start(denc)
+            dprompt = d.prompt(previous_text, language)
+            dlogits = dstate.append(dprompt)
+            stats.drafter_seconds += time.perf_counter() - t0
+            return _DrafterSync(self, dstate, len(dprompt), dlogits)
 
         out: list[int] = []
         gaps: list[float] = []
         carry: list[int] = []  # accepted tokens not yet in the verifier's cache (the last correction)
         limit = min(opts.max_new_tokens, v.max_target_positions - len(vprompt) - 1)
-        pending = list(previous_tokens or []) if opts.reuse_previous else []
         pending_kind = "previous" if pending else ""
         finished = False
         while len(out) < limit and not finished:
             stats.rounds += 1
-            # 1. the draft: recycled tokens if there are any, else the drafter's proposal
+            # 1. the draft: recycled tokens if there are any, else the drafter's proposal (a sparse tree)
             if pending:
-                draft, kind = pending[: opts.max_verify], pending_kind
+                chunk, kind = pending[: opts.max_verify], pending_kind
                 pending = pending[opts.max_verify:] if kind == "previous" else []
+                draft = DraftTree.linear(chunk)
+            elif drafter is None and verifier_only > 0:
+                verifier_only -= 1  # the verifier's own next token, from the pass over the carry
+                draft, kind = DraftTree(), "draft"
             else:
+                drafter = drafter or start_drafter()
                 t0 = time.perf_counter()
                 draft = drafter.propose(out)
                 stats.drafter_seconds += time.perf_counter() - t0
                 kind = "draft"
-            draft = draft[: max(0, limit - len(out))]
-            # 2. one verifier pass over carry + draft
+            draft = draft.clip(max(0, limit - len(out)))
+            # 2. one verifier pass over carry + every draft node
             t0 = time.perf_counter()
-            feed = carry + draft
-            if feed:
-                rows = vstate.append(feed, logits_from=0)
-                rows_for_draft = [vlogits if not carry else rows[len(carry) - 1]] + [
-                    rows[len(carry) + i] for i in range(len(draft))]
+            cached = len(vstate)
+            if carry or len(draft):
+                # carry is a chain; the draft's roots hang from its last token (or from the cache)
+                parents = list(range(-1, len(carry) - 1)) + [
+                    p + len(carry) if p >= 0 else len(carry) - 1 for p in draft.parents]
+                rows = vstate.append(carry + draft.tokens, logits_from=0,
+                                     parents=None if draft.is_linear else parents)
+                root_row = vlogits if not carry else rows[len(carry) - 1]
             else:
-                rows_for_draft = [vlogits]
-            carry = []
-            accepted = 0
+                rows, root_row = None, vlogits
+            children = draft.children()
+            path: list[int] = []  # accepted nodes
+            node = -1
             correction = None
-            for i, token in enumerate(draft):
-                row = v.process(rows_for_draft[i].clone(), first_step=not out)
+            while True:
+                row = v.process((root_row if node < 0 else rows[len(carry) + node]).clone(), first_step=not out)
                 best = int(row.argmax())
+                follow = children.get(node, {}).get(best)
+                if follow is None:
+                    if children.get(node) or kind != "previous" or not pending:
+                        correction = best  # a mismatch, or the bonus token after a fully accepted path
+                        gaps.append(_top2_gap(row))
+                    break  # else the previous transcript's next chunk is checked against this row
                 gaps.append(_top2_gap(row))
-                if best != token:
-                    correction = best
-                    break
-                accepted += 1
-                if token == v.special.eot:
+                path.append(follow)
+                node = follow
+                if best == v.special.eot:
                     finished = True
                     break
-                out.append(token)
-            self._count(stats, kind, len(draft), accepted)
+                out.append(best)
+                if len(out) >= limit:
+                    break
+            self._count(stats, kind, draft, path)
+            guess_failed = guess_failed or (guessed and not path)  # one wrong guess: no more guessing
+            guessed = False
             if finished:
                 break
-            if correction is None and accepted == len(draft) and kind == "previous" and pending:
+            if correction is None and kind == "previous" and pending and len(out) < limit:
                 # the previous transcript goes on: its next chunk is checked against the last row
-                vlogits = rows_for_draft[len(draft)]
+                vstate.keep(cached + len(carry), path)
+                vlogits = rows[len(carry) + node]
+                carry = []
                 stats.verifier_seconds += time.perf_counter() - t0
                 continue
-            if correction is None and accepted == len(draft):
-                # everything accepted: the last row predicts the next token
-                row = v.process(rows_for_draft[len(draft)].clone(), first_step=not out)
-                correction = int(row.argmax())
-                gaps.append(_top2_gap(row))
-            else:
-                rejected_tail = draft[accepted + 1:]
+            rejected_tail: list[int] = []
+            mismatched = children.get(node)
+            if mismatched:  # the drafted continuation the verifier refused, for recycling
+                rejected_tail = draft.chain(next(iter(mismatched.values())))
                 if kind == "previous":
-                    rejected_tail = rejected_tail + pending
+                    rejected_tail += pending
                     pending = []
-            vstate.truncate(len(vprompt) + len(out))
+            vstate.keep(cached + len(carry), path)
+            carry = []
             stats.verifier_seconds += time.perf_counter() - t0
-            if correction == v.special.eot:
+            if correction is None or correction == v.special.eot or len(out) >= limit:
                 break
             out.append(correction)
             carry = [correction]
             vlogits = None
-            # 3. recycling: does the drafter re-join the rejected tail?
-            if opts.recycle and accepted < len(draft) and rejected_tail:
+            # 3. recycling: does the drafter re-join the rejected draft? (Without a drafter yet, the
+            # previous transcript's tail is tried as if the correction replaced one token: the pass
+            # yields the verifier's next token either way.)
+            if opts.recycle and len(rejected_tail) > 1:
+                if drafter is None:
+                    if not guess_failed:
+                        pending, pending_kind, guessed = rejected_tail[1:], "previous", True
+                    continue
                 t0 = time.perf_counter()
-                joined = drafter.rejoin(out, draft[accepted:accepted + 1] + rejected_tail)
+                joined = drafter.rejoin(out, rejected_tail)
                 stats.drafter_seconds += time.perf_counter() - t0
                 if joined:
                     pending, pending_kind = joined, ("previous" if kind == "previous" else "recycled")
         stats.verifier_passes = vstate.passes
-        stats.drafter_steps = dstate.passes
+        stats.drafter_steps = drafter.state.passes if drafter else 0
         return DecodeResult(out, v.decode_text(out), gaps, stats)
 
     @staticmethod
-    def _count(stats: DecodeStats, kind: str, proposed: int, accepted: int) -> None:
+    def _count(stats: DecodeStats, kind: str, draft: DraftTree, path: list[int]) -> None:
+        proposed = draft.trunk_size
+        accepted = sum(1 for node in path if node < draft.trunk_size)
+        if not draft.is_linear:
+            stats.tree_rounds += 1
+            stats.branch_proposed += len(draft) - draft.trunk_size
+            stats.branch_accepted += len(path) - accepted
         if kind == "previous":
             stats.previous_proposed += proposed
             stats.previous_accepted += accepted
@@ -281,43 +341,74 @@ class _DrafterSync:
         self.state.truncate(self.prompt_len + common)
         self.logits = self.state.append(target[common:])
 
-    def _next(self, first_step: bool):
+    def _next(self, first_step: bool) -> tuple[int, float, int]:
+        """The drafter's next token, its probability, and the runner-up token."""
         d = self.decoder.drafter
         torch = _torch()
         row = d.process(self.logits.clone(), first_step=first_step)
         probs = torch.softmax(row, dim=-1)
-        token = int(row.argmax())
-        return token, float(probs[token])
+        top = probs.topk(2)
+        return int(top.indices[0]), float(top.values[0]), int(top.indices[1])
 
-    def propose(self, verified: list[int]) -> list[int]:
-        """Draft greedily from the verified text: adaptive length, mapped to verifier tokens."""
+    def _extend(self, tokens: list[int], first_step: bool, limit: int, branch: bool) -> tuple[bool, tuple | None]:
+        """Draft greedily onto ``tokens`` (and the cache) until the drafter is unsure or ``limit``.
+        Returns (ended with end-of-text, (position, runner-up) of the first unsure token when
+        ``branch``: drafting then goes on through it, and stops at the next unsure one)."""
+        opts = self.decoder.options
+        eot = self.decoder.drafter.special.eot
+        fork = None
+        while len(tokens) < limit:
+            token, confidence, runner_up = self._next(first_step=first_step and not tokens)
+            if opts.adaptive and confidence < opts.threshold:
+                if branch and fork is None:
+                    fork = (len(tokens), runner_up)
+                elif tokens:
+                    break
+            if token == eot:
+                return True, fork
+            tokens.append(token)
+            self.logits = self.state.append([token])
+        return False, fork
+
+    def _to_verifier(self, verified: list[int], verified_text: str, drafted: list[int], ends: bool) -> list[int]:
+        """Drafter tokens after the verified text → verifier tokens (through text if needed)."""
+        dec = self.decoder
+        d, v = dec.drafter, dec.verifier
+        if dec.same_tokenizer:
+            draft = list(drafted)
+        elif drafted:
+            full = v.encode_text(verified_text + d.decode_text(drafted))
+            draft = full[len(verified):] if full[: len(verified)] == verified else v.encode_text(
+                d.decode_text(drafted))
+        else:
+            draft = []
+        return draft + [v.special.eot] if ends else draft
+
+    def propose(self, verified: list[int]) -> DraftTree:
+        """Draft from the verified text: adaptive length, mapped to verifier tokens. With the sparse
+        tree on, the first unsure position also gets a branch: the drafter's runner-up token,
+        continued greedily (the second drafting pass)."""
         dec, opts = self.decoder, self.decoder.options
         d, v = dec.drafter, dec.verifier
         self.sync(verified)
         start = len(self.state.tokens)
-        drafted: list[int] = []
-        ends = False
-        while len(drafted) < opts.max_draft:
-            token, confidence = self._next(first_step=not verified and not drafted)
-            if opts.adaptive and drafted and confidence < opts.threshold:
-                break
-            if token == d.special.eot:
-                ends = True
-                break
-            drafted.append(token)
-            self.logits = self.state.append([token])
-        if dec.same_tokenizer:
-            draft = list(drafted)
-        elif drafted:
-            text = v.decode_text(verified)
-            full = v.encode_text(text + d.decode_text(self.state.tokens[start:]))
-            draft = full[len(verified):] if full[: len(verified)] == verified else v.encode_text(
-                d.decode_text(self.state.tokens[start:]))
+        trunk: list[int] = []
+        ends, fork = self._extend(trunk, not verified, opts.max_draft, branch=opts.sparse_tree)
+        text = v.decode_text(verified) if not dec.same_tokenizer else ""
+        trunk_v = self._to_verifier(verified, text, trunk, ends)
+        if fork is None:
+            return DraftTree.linear(trunk_v)
+        at, runner_up = fork
+        branch = trunk[:at]
+        if runner_up == d.special.eot:
+            branch_ends = True
         else:
-            draft = []
-        if ends:
-            draft.append(v.special.eot)
-        return draft
+            self.state.truncate(start + at)
+            branch.append(runner_up)
+            self.logits = self.state.append([runner_up])
+            branch_ends, _ = self._extend(branch, False, at + opts.branch_draft, branch=False)
+        branch_v = self._to_verifier(verified, text, branch, branch_ends)
+        return DraftTree.from_paths(trunk_v, [branch_v])
 
     def rejoin(self, verified: list[int], rejected: list[int]) -> list[int]:
         """The part of a rejected draft to verify again, if the drafter's next token re-joins it.
@@ -329,7 +420,7 @@ class _DrafterSync:
         if not rejected:
             return []
         self.sync(verified)
-        token, _ = self._next(first_step=False)
+        token, _, _ = self._next(first_step=False)
         dec = self.decoder
         if not dec.same_tokenizer:
             text = dec.drafter.decode_text([token]) if token != dec.drafter.special.eot else None

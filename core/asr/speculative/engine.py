@@ -29,8 +29,8 @@ class SpeculativeEngine:
     def __init__(self, drafter_path: str | Path, verifier_path: str | Path,
                  options: SpeculativeOptions | None = None, device: str = "cpu",
                  calibrate_on: Path | None = None) -> None:
-        """Load both models. With ``calibrate_on`` (a recording), the threshold and longest
-        draft come from this machine's stored calibration, measured on it the first time."""
+        """Load both models. With ``calibrate_on`` (a recording), the threshold, longest draft
+        and sparse tree come from this machine's stored calibration, measured on it the first time."""
         self.drafter = WhisperRunner(drafter_path, device=device, quantize=True)
         self.verifier = WhisperRunner(verifier_path, device=device)
         options = options or SpeculativeOptions()
@@ -41,7 +41,8 @@ class SpeculativeEngine:
             from .calibration import calibrated
 
             self.calibration = calibrated(self.drafter, self.verifier, calibrate_on)
-            options = replace(options, threshold=self.calibration.threshold, max_draft=self.calibration.max_draft)
+            options = replace(options, threshold=self.calibration.threshold, max_draft=self.calibration.max_draft,
+                              sparse_tree=self.calibration.sparse_tree, lazy_drafter=self.calibration.lazy_drafter)
         self.decoder = SpeculativeDecoder(self.drafter, self.verifier, options)
         self.name = f"speculative:{Path(drafter_path).name}->{Path(verifier_path).name}"
         self.multilingual = self.verifier.multilingual
@@ -58,9 +59,10 @@ class SpeculativeEngine:
             language = (language if self.multilingual else "en") or "en"
             v = self.verifier
             previous = v.encode_text(" " + draft_text.strip()) if draft_text.strip() else None
-            encoders = self.decoder.encode(audio)
-            result = self.decoder.decode(None, prompt, language, previous_tokens=previous, encoder_outputs=encoders)
-            timed = word_timestamps(v, encoders[0], v.prompt(prompt, language), result.tokens, len(audio))
+            encoder_output = v.encode(audio)  # the drafter's encoder runs only if drafting is needed
+            result = self.decoder.decode(audio, prompt, language, previous_tokens=previous,
+                                         encoder_outputs=(encoder_output, None))
+            timed = word_timestamps(v, encoder_output, v.prompt(prompt, language), result.tokens, len(audio))
             seconds = time.perf_counter() - t0
         with self._lock:
             self.stats.add(result.stats)

@@ -190,17 +190,26 @@ class DecoderState:
         self.tokens: list[int] = []
         self.passes = 0
 
-    def append(self, tokens: list[int], logits_from: int | None = None):
+    def append(self, tokens: list[int], logits_from: int | None = None, parents: list[int] | None = None):
         """Feed ``tokens`` in one forward pass; returns float32 logits (torch) of the last token,
-        or of ``tokens[logits_from:]`` (shape (n, vocab)). Suppression is not applied here."""
+        or of ``tokens[logits_from:]`` (shape (n, vocab)). Suppression is not applied here.
+
+        With ``parents`` the tokens are a tree (``parents[i]`` is the index of token i's
+        parent among ``tokens``, -1 for the cached text): each token sees the cache and
+        its own ancestors only, at the position its depth gives. Afterwards keep one
+        path with :meth:`keep`."""
         torch = _torch()
         if not tokens:
             raise ValueError("nothing to append")
         runner = self.runner
         with torch.inference_mode():
             ids = torch.tensor([tokens], dtype=torch.long, device=runner.device)
+            extra = {}
+            if parents is not None:
+                extra = self._tree_inputs(parents)
             out = runner.model.model.decoder(
-                input_ids=ids, encoder_hidden_states=self.encoder_output, past_key_values=self.cache, use_cache=True)
+                input_ids=ids, encoder_hidden_states=self.encoder_output, past_key_values=self.cache, use_cache=True,
+                **extra)
             self.cache = out.past_key_values
             hidden = out.last_hidden_state[0]
             start = len(tokens) - 1 if logits_from is None else logits_from
@@ -208,6 +217,39 @@ class DecoderState:
         self.tokens.extend(tokens)
         self.passes += 1
         return logits[-1] if logits_from is None else logits
+
+    def _tree_inputs(self, parents: list[int]) -> dict:
+        """Position ids and an additive 4-D attention mask for a token tree after the cache."""
+        torch = _torch()
+        cached, n = len(self.tokens), len(parents)
+        depth = [0] * n
+        allowed = torch.zeros((n, cached + n), dtype=torch.bool)
+        allowed[:, :cached] = True
+        for i, parent in enumerate(parents):
+            if not -1 <= parent < i:
+                raise ValueError("a tree's parents must come before their children")
+            allowed[i, cached + i] = True
+            if parent >= 0:
+                depth[i] = depth[parent] + 1
+                allowed[i, cached:] |= allowed[parent, cached:]
+        mask = torch.zeros((1, 1, n, cached + n), dtype=torch.float32)
+        mask.masked_fill_(~allowed, float("-inf"))
+        positions = torch.tensor([[cached + d for d in depth]], dtype=torch.long)
+        device = self.runner.device
+        return {"attention_mask": mask.to(device), "position_ids": positions.to(device)}
+
+    def keep(self, n: int, path: list[int]) -> None:
+        """After a tree append: keep the first ``n`` tokens and then the tree nodes ``path``
+        (indices into the tokens appended after those ``n``), dropping the rest."""
+        torch = _torch()
+        if path == list(range(len(path))):
+            self.truncate(n + len(path))
+            return
+        index = torch.tensor(list(range(n)) + [n + i for i in path], dtype=torch.long, device=self.runner.device)
+        for layer in self.cache.self_attention_cache.layers:
+            layer.keys = layer.keys.index_select(-2, index)
+            layer.values = layer.values.index_select(-2, index)
+        self.tokens = self.tokens[:n] + [self.tokens[n + i] for i in path]
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` tokens' keys and values (the cross-attention cache is kept)."""
