@@ -226,7 +226,7 @@ class SettingsPanel(QDialog):
         self.sparse_tree = QCheckBox("Sparse tree: also check the drafter's second guess where it is unsure")
         form.addRow("", self.sparse_tree)
         self.sparse_tree.toggled.connect(lambda on: self.change_requested.emit("asr.sparse_tree", on))
-        self.calibrate = QCheckBox("Tune confidence, draft length and sparse tree for this machine (measured once)")
+        self.calibrate = QCheckBox("Tune confidence and draft length for this machine (measured once)")
         form.addRow("", self.calibrate)
         self.calibrate.toggled.connect(lambda on: self.change_requested.emit("asr.calibrate", on))
         spec_note = QLabel("The speculative engine's transcript is exactly the verifier's own; the drafter only "
@@ -385,7 +385,7 @@ class SettingsPanel(QDialog):
             self.max_draft.setValue(settings.asr.max_draft)
             self.sparse_tree.setChecked(settings.asr.sparse_tree)
             self.calibrate.setChecked(settings.asr.calibrate)
-            for tuned in (self.draft_threshold, self.max_draft, self.sparse_tree):
+            for tuned in (self.draft_threshold, self.max_draft):
                 tuned.setEnabled(not settings.asr.calibrate)
             spec = settings.asr.engine == "speculative"
             form = self._models_form

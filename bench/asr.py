@@ -13,8 +13,9 @@ Configurations, all in one run on the same machine and runtime (PyTorch, CPU):
 - ``faster-whisper``: the foundation's engine (CTranslate2 greedy) with the verifier's and the
   drafter's weights, for reference.
 
-Offline mode decodes each clip once (its first 30 s); streaming mode re-decodes the growing
-window every 1 s of audio, as the streaming transcriber does. Encoders run once per window and
+Offline mode decodes each clip once (a clip over 30 s in pieces cut at quiet points, the same
+pieces for every configuration); streaming mode re-decodes the growing window every 1 s of
+audio (the first 30 s of each clip), as the streaming transcriber does. Encoders run once per window and
 are shared, so decoder times compare decoding only; total times include the encoders.
 
 Usage: sotto bench asr [--quick] [--json FILE] [--write-docs]
@@ -44,7 +45,22 @@ def _clips(quick: bool) -> tuple[list[Path], list[Path]]:
     long = sorted((SHARED / "asr_long").glob("*.flac"))
     if quick:
         return [SHARED / "asr" / n for n in QUICK_OFFLINE], [SHARED / "asr" / n for n in QUICK_STREAMING]
-    return asr + long, [p for p in asr if "librispeech" not in p.name][:6] + long
+    return asr + long, [p for p in asr if "librispeech" not in p.name] + long
+
+
+def _windows(audio, longest: float = 30.0, shortest: float = 20.0) -> list:
+    """Whisper-sized pieces of a recording: a clip over 30 s is cut at the quietest 0.1 s
+    between 20 and 30 s into what is left (every configuration decodes the same pieces)."""
+    import numpy as np
+
+    pieces, rate, frame = [], 16000, 1600
+    while len(audio) > longest * rate:
+        lo, hi = int(shortest * rate), int(longest * rate)
+        frames = audio[lo:hi][: (hi - lo) // frame * frame].reshape(-1, frame)
+        cut = lo + int(np.argmin((frames ** 2).mean(axis=1))) * frame + frame // 2
+        pieces.append(audio[:cut])
+        audio = audio[cut:]
+    return pieces + [audio]
 
 
 def _reference(path: Path) -> str:
@@ -191,50 +207,53 @@ def run(quick: bool) -> dict:
           "faster-whisper-tiny.en": WhisperModel(str(store.resolve("whisper-tiny.en")), device="cpu",
                                                  compute_type="float32")}
     for path in offline_clips:
-        audio = decode_file(path)[: 30 * 16000]
-        seconds = len(audio) / 16000
-        t0 = time.perf_counter()
-        encs = spec.encode(audio)
-        enc_s = time.perf_counter() - t0
-        ref = greedy_decode(verifier, None, encoder_output=encs[0])
-        res = spec.decode(None, encoder_outputs=encs)
-        tree = spec_tree.decode(None, encoder_outputs=encs)
-        div.add(f"offline/{path.name}", ref, res)
-        div.add(f"offline+tree/{path.name}", ref, tree)
-        reference = normalize_english(_reference(path))
-        for key, r in (("verifier-ar", ref), ("spec", res), ("spec+tree", tree)):
-            t = totals[key]
-            t["decoder_s"] += r.stats.decoder_seconds
-            t["encoder_s"] += enc_s
-            t["audio_s"] += seconds
-            t["passes"] += r.stats.verifier_passes
-            t["drafter_s"] += r.stats.drafter_seconds
-            t["verifier_s"] += r.stats.verifier_seconds
-            wer[key].append(word_error_rate(reference, normalize_english(r.text)))
-        accepted += res.stats.draft_accepted
-        proposed += res.stats.draft_proposed
-        recycled_accepted += res.stats.recycled_accepted
-        recycled_proposed += res.stats.recycled_proposed
-        rounds += res.stats.rounds
-        branch_accepted += tree.stats.branch_accepted
-        branch_proposed += tree.stats.branch_proposed
-        tree_rounds += tree.stats.tree_rounds
-        for key, assisted in (("hf-generate", False), ("hf-assisted", True)):
-            tokens, hf_seconds = _hf_generate(verifier, drafter, tokenizers, audio, assisted)
-            totals[key]["decoder_s"] += hf_seconds  # encoder + decoder, as generate() runs both
-            totals[key]["audio_s"] += seconds
-            wer[key].append(word_error_rate(reference, normalize_english(verifier.decode_text(tokens))))
-            if assisted:
-                assisted_total += 1
-                assisted_same += tokens == ref.tokens
-        for key, model in fw.items():
+        texts: dict[str, list[str]] = {k: [] for k in totals}
+        for n_window, audio in enumerate(_windows(decode_file(path))):
+            seconds = len(audio) / 16000
+            where = f"{path.name}#{n_window}"
             t0 = time.perf_counter()
-            segments, _ = model.transcribe(audio, beam_size=1, language="en", without_timestamps=True,
-                                           condition_on_previous_text=False, vad_filter=False, temperature=0.0)
-            text = " ".join(s.text for s in segments)
-            totals[key]["decoder_s"] += time.perf_counter() - t0  # encoder + decoder: CT2 has no split
-            totals[key]["audio_s"] += seconds
-            wer[key].append(word_error_rate(reference, normalize_english(text)))
+            encs = spec.encode(audio)
+            enc_s = time.perf_counter() - t0
+            ref = greedy_decode(verifier, None, encoder_output=encs[0])
+            res = spec.decode(None, encoder_outputs=encs)
+            tree = spec_tree.decode(None, encoder_outputs=encs)
+            div.add(f"offline/{where}", ref, res)
+            div.add(f"offline+tree/{where}", ref, tree)
+            for key, r in (("verifier-ar", ref), ("spec", res), ("spec+tree", tree)):
+                t = totals[key]
+                t["decoder_s"] += r.stats.decoder_seconds
+                t["encoder_s"] += enc_s
+                t["audio_s"] += seconds
+                t["passes"] += r.stats.verifier_passes
+                t["drafter_s"] += r.stats.drafter_seconds
+                t["verifier_s"] += r.stats.verifier_seconds
+                texts[key].append(r.text)
+            accepted += res.stats.draft_accepted
+            proposed += res.stats.draft_proposed
+            recycled_accepted += res.stats.recycled_accepted
+            recycled_proposed += res.stats.recycled_proposed
+            rounds += res.stats.rounds
+            branch_accepted += tree.stats.branch_accepted
+            branch_proposed += tree.stats.branch_proposed
+            tree_rounds += tree.stats.tree_rounds
+            for key, assisted in (("hf-generate", False), ("hf-assisted", True)):
+                tokens, hf_seconds = _hf_generate(verifier, drafter, tokenizers, audio, assisted)
+                totals[key]["decoder_s"] += hf_seconds  # encoder + decoder, as generate() runs both
+                totals[key]["audio_s"] += seconds
+                texts[key].append(verifier.decode_text(tokens))
+                if assisted:
+                    assisted_total += 1
+                    assisted_same += tokens == ref.tokens
+            for key, model in fw.items():
+                t0 = time.perf_counter()
+                segments, _ = model.transcribe(audio, beam_size=1, language="en", without_timestamps=True,
+                                               condition_on_previous_text=False, vad_filter=False, temperature=0.0)
+                texts[key].append(" ".join(s.text for s in segments))
+                totals[key]["decoder_s"] += time.perf_counter() - t0  # encoder + decoder: CT2 has no split
+                totals[key]["audio_s"] += seconds
+        reference = normalize_english(_reference(path))
+        for key, parts in texts.items():
+            wer[key].append(word_error_rate(reference, normalize_english(" ".join(parts))))
 
     # streaming: re-decode the growing window every 1 s (first 30 s of each clip)
     keys = ("verifier-ar", "spec", "spec+prev", "spec+prev+lazy", "spec+prev+lazy+tree")
@@ -329,7 +348,7 @@ def run(quick: bool) -> dict:
             stream_fw / (stream["spec+prev+lazy"]["decoder_s"] + stream["spec+prev+lazy"]["encoder_s"]), 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "calibration": {"threshold": calibration.threshold, "max_draft": calibration.max_draft,
-                        "sparse_tree": calibration.sparse_tree, "lazy_drafter": calibration.lazy_drafter,
+                        "lazy_drafter": calibration.lazy_drafter,
                         "drafter_encoder_ms": calibration.drafter_encoder_ms,
                         "drafter_step_ms": calibration.drafter_step_ms,
                         "verifier_pass_ms": calibration.verifier_pass_ms,
@@ -405,7 +424,7 @@ def markdown(r: dict) -> str:
     lines += [
         "",
         f"This machine's calibration (stored; the engine uses it when `asr.calibrate` is on): threshold "
-        f"{c['threshold']}, longest draft {c['max_draft']}, sparse tree {'on' if c['sparse_tree'] else 'off'}, lazy drafter {c['lazy_drafter']} tokens (drafter encoder "
+        f"{c['threshold']}, longest draft {c['max_draft']}, lazy drafter {c['lazy_drafter']} tokens (drafter encoder "
         f"{c['drafter_encoder_ms']} ms); drafter step {c['drafter_step_ms']} ms; verifier pass "
         + ", ".join(f"{k} tok {v} ms" for k, v in c["verifier_pass_ms"].items()) + ". The tables above use the "
         "paper's defaults (0.4, 24) and the calibrated lazy drafter.",

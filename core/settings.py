@@ -59,7 +59,7 @@ class ASRSettings:
     draft_threshold: float = field(default=0.4, metadata=_range(0.0, 1.0))
     max_draft: int = field(default=24, metadata=_range(1, 64))
     sparse_tree: bool = False  # also verify the drafter's runner-up at its first unsure token (same pass)
-    calibrate: bool = True  # tune threshold, longest draft and sparse tree for this machine (measured once, stored)
+    calibrate: bool = True  # tune threshold, longest draft and lazy drafter for this machine (measured once, stored)
     language: str = "en"
     compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
     min_chunk_s: float = field(default=1.0, metadata=_range(0.2, 10.0))

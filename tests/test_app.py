@@ -488,7 +488,8 @@ def test_the_app_quits_cleanly_on_sigterm(app_dirs):
 
 def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
     """The drafter/verifier rows appear with the speculative engine; the knobs calibration
-    tunes (confidence, longest draft, sparse tree) are editable only with calibration off."""
+    tunes (confidence, longest draft) are editable only with calibration off; the sparse tree
+    is a switch of its own."""
     from app.settings_panel import SettingsPanel
     from core.models import ModelStore
     from core.settings import Settings
@@ -502,9 +503,10 @@ def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
     panel.load(settings)
     assert not form.isRowVisible(panel.asr_model)
     assert all(form.isRowVisible(w) for w in (panel.drafter_model, panel.verifier_model, panel.sparse_tree))
-    assert not panel.sparse_tree.isEnabled(), "calibration chooses the tree"
-    panel.load(settings.with_value("asr.calibrate", False))
+    assert not panel.max_draft.isEnabled() and not panel.draft_threshold.isEnabled(), "calibration chooses"
     assert panel.sparse_tree.isEnabled() and not panel.sparse_tree.isChecked()
+    panel.load(settings.with_value("asr.calibrate", False))
+    assert panel.max_draft.isEnabled() and panel.draft_threshold.isEnabled()
     with qtbot.waitSignal(panel.change_requested) as blocker:
         panel.sparse_tree.setChecked(True)
     assert blocker.args == ["asr.sparse_tree", True]

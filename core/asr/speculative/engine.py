@@ -30,7 +30,7 @@ class SpeculativeEngine:
                  options: SpeculativeOptions | None = None, device: str = "cpu",
                  calibrate_on: Path | None = None) -> None:
         """Load both models. With ``calibrate_on`` (a recording), the threshold, longest draft
-        and sparse tree come from this machine's stored calibration, measured on it the first time."""
+        and lazy drafter come from this machine's stored calibration, measured on it the first time."""
         self.drafter = WhisperRunner(drafter_path, device=device, quantize=True)
         self.verifier = WhisperRunner(verifier_path, device=device)
         options = options or SpeculativeOptions()
@@ -42,7 +42,7 @@ class SpeculativeEngine:
 
             self.calibration = calibrated(self.drafter, self.verifier, calibrate_on)
             options = replace(options, threshold=self.calibration.threshold, max_draft=self.calibration.max_draft,
-                              sparse_tree=self.calibration.sparse_tree, lazy_drafter=self.calibration.lazy_drafter)
+                              lazy_drafter=self.calibration.lazy_drafter)
         self.decoder = SpeculativeDecoder(self.drafter, self.verifier, options)
         self.name = f"speculative:{Path(drafter_path).name}->{Path(verifier_path).name}"
         self.multilingual = self.verifier.multilingual
