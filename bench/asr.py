@@ -134,6 +134,7 @@ def _tree_vs_batched_rows(verifier, audio) -> dict[str, float]:
 
     import torch
 
+    from core.asr.speculative.calibration import best_ms
     from core.asr.speculative.tree import DraftTree
 
     enc = verifier.encode(audio)
@@ -158,16 +159,9 @@ def _tree_vs_batched_rows(verifier, audio) -> dict[str, float]:
                                                past_key_values=cache, use_cache=True)
             verifier.model.proj_out(out.last_hidden_state)
 
-    def best_ms(fn) -> float:
-        fn()
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return round(1000 * min(times), 1)
-
-    return {"tree_mask_ms": best_ms(tree_pass), "batched_rows_ms": best_ms(batched_pass), "nodes": len(tree)}
+    tree_pass(), batched_pass()  # warm up
+    return {"tree_mask_ms": round(best_ms(tree_pass, 5), 1), "batched_rows_ms": round(best_ms(batched_pass, 5), 1),
+            "nodes": len(tree)}
 
 
 def run(quick: bool) -> dict:

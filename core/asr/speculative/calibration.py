@@ -97,7 +97,8 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
     return path
 
 
-def _ms(fn, repeat: int = 3) -> float:
+def best_ms(fn, repeat: int = 3) -> float:
+    """The fastest of ``repeat`` runs of ``fn``, in milliseconds."""
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -108,9 +109,10 @@ def _ms(fn, repeat: int = 3) -> float:
 
 def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray) -> Calibration:
     """Measure on ``audio`` and pick the threshold and longest draft with the least decoder time.
-    (The sparse tree stays a setting: on the demo its effect is within the grid's noise.) The lazy
-    drafter's length is the drafter's encoder time in one-token verifier
-    passes: below that many new tokens, the verifier decoding alone is cheaper than drafting."""
+
+    The lazy drafter's length is the drafter's encoder time in one-token verifier passes: below
+    that many new tokens the verifier decoding alone is cheaper than starting the drafter. (The
+    sparse tree stays a setting: on the demo its effect is within the grid's noise.)"""
     v_enc, d_enc = verifier.encode(audio), drafter.encode(audio)
     text = verifier.encode_text(" And so my fellow Americans ask not what your country can do for you ask what")
     prompt = verifier.prompt()
@@ -123,7 +125,7 @@ def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray
             state.append((text * 2)[:k], logits_from=0)
             state.truncate(len(prompt))
 
-        passes[str(k)] = round(_ms(one_pass), 2)
+        passes[str(k)] = round(best_ms(one_pass), 2)
     d_state = drafter.start(d_enc)
     d_state.append(drafter.prompt())
     d_tokens = drafter.encode_text(" And so my fellow Americans")
@@ -133,8 +135,8 @@ def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray
             d_state.append([t])
         d_state.truncate(len(d_state) - len(d_tokens))
 
-    step_ms = _ms(steps) / len(d_tokens)
-    encoder_ms = _ms(lambda: drafter.encode(audio), repeat=2)
+    step_ms = best_ms(steps) / len(d_tokens)
+    encoder_ms = best_ms(lambda: drafter.encode(audio), repeat=2)
     lazy = max(0, min(32, round(encoder_ms / passes["1"])))
     decoder_ms: dict[str, float] = {}
     encoders = (v_enc, d_enc)
@@ -142,7 +144,7 @@ def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray
         for max_draft in MAX_DRAFTS:
             dec = SpeculativeDecoder(drafter, verifier, SpeculativeOptions(threshold=threshold, max_draft=max_draft))
             decoder_ms[f"{threshold}/{max_draft}"] = round(
-                _ms(lambda dec=dec: dec.decode(None, encoder_outputs=encoders), repeat=2), 1)
+                best_ms(lambda dec=dec: dec.decode(None, encoder_outputs=encoders), repeat=2), 1)
     best = min(decoder_ms, key=decoder_ms.get).split("/")
     threshold, max_draft = float(best[0]), int(best[1])
     cal = Calibration(machine_key(), drafter.name, verifier.name, threshold, max_draft,

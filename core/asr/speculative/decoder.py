@@ -52,8 +52,8 @@ class SpeculativeOptions:
     reuse_previous: bool = True  # cross-update recycling: the previous transcript is the first draft
     max_verify: int = 48  # most tokens of a recycled draft verified in one pass
     sparse_tree: bool = False  # also draft the runner-up at the first unsure position; verify both in one pass
-    lazy_drafter: int = 8  # with a previous transcript, tokens the verifier decodes alone before drafting starts
     branch_draft: int = 8  # most tokens on that branch
+    lazy_drafter: int = 8  # with a previous transcript, tokens the verifier decodes alone before drafting starts
     max_new_tokens: int = 220
 
 
@@ -213,11 +213,11 @@ class SpeculativeDecoder:
             t0 = time.perf_counter()
             cached = len(vstate)
             if carry or len(draft):
-                # carry is a chain; the draft's roots hang from its last token (or from the cache)
-                parents = list(range(-1, len(carry) - 1)) + [
-                    p + len(carry) if p >= 0 else len(carry) - 1 for p in draft.parents]
-                rows = vstate.append(carry + draft.tokens, logits_from=0,
-                                     parents=None if draft.is_linear else parents)
+                parents = None  # a plain causal pass
+                if not draft.is_linear:  # carry is a chain; the tree's roots hang from its last token
+                    parents = list(range(-1, len(carry) - 1)) + [
+                        p + len(carry) if p >= 0 else len(carry) - 1 for p in draft.parents]
+                rows = vstate.append(carry + draft.tokens, logits_from=0, parents=parents)
                 root_row = vlogits if not carry else rows[len(carry) - 1]
             else:
                 rows, root_row = None, vlogits
