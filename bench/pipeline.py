@@ -36,9 +36,9 @@ def _reference(path: Path) -> str:
 def run(quick: bool, target: str) -> dict:
     from core.audio import FileSource
     from core.captions import normalize_english, word_error_rate
-    from core.engines import create_asr_engine, create_translator
+    from core.session.engines import create_asr_engine, create_translator
     from core.models import ModelStore
-    from core.pipeline import CaptionPipeline
+    from core.session.pipeline import CaptionPipeline
     from core.settings import Settings
 
     # The foundation's reference engines, whatever the current defaults are.
@@ -57,7 +57,7 @@ def run(quick: bool, target: str) -> dict:
     rows = []
     for clip in clips:
         pipe = CaptionPipeline(settings, asr, translator)
-        summary = pipe.run(FileSource(clip))
+        summary = pipe.run(FileSource(clip)).to_dict()
         hyp = " ".join(line.sentence.text for line in pipe.policy.lines)
         wer = word_error_rate(normalize_english(_reference(clip)), normalize_english(hyp))
         rows.append({"clip": clip.name, "mode": "fast", "wer": round(wer, 4), **_pick(summary)})
@@ -66,7 +66,7 @@ def run(quick: bool, target: str) -> dict:
     live = clips[:2] if quick else [c for c in clips if c.name.startswith(("jfk", "mfa_cold_corpus.", "librivox_shakespeare"))]
     for clip in live:
         pipe = CaptionPipeline(settings, asr, translator, realtime=True)
-        summary = pipe.run(FileSource(clip, realtime=True))
+        summary = pipe.run(FileSource(clip, realtime=True)).to_dict()
         rows.append({"clip": clip.name, "mode": "realtime", **_pick(summary), "latency": summary["latency_seconds"]})
         print(f"live  {clip.name}: lag {summary['latency_seconds']['lag']}", file=sys.stderr)
     if translator is not None:

@@ -75,7 +75,8 @@ def prefixes(sentence: str, lag: int = 3) -> list[str]:
 
 def run_config(translator, config: Config, sources: list[str], lang: str) -> Run:
     """Translate every prefix of every sentence with ``config``."""
-    from core.captions.metrics import erasure, tokenize
+    from core.captions.metrics import erasure
+    from core.text import tokenize
     from core.captions.policy import mask_tokens
 
     opts = translator.options

@@ -18,3 +18,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 COMPUTE_GATE = threading.Lock()
+
+
+def cuda_available() -> bool:
+    """True when CTranslate2 sees a CUDA device (the speech models can run there)."""
+    try:
+        import ctranslate2
+
+        return ctranslate2.get_cuda_device_count() > 0
+    except Exception:
+        return False

@@ -20,12 +20,12 @@ import tomli_w
 from . import logger
 from .errors import SettingsError
 from .paths import config_dir
+from .text import TARGET_LANGUAGES
 
 SETTINGS_VERSION = 2
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
 # app's caption window) and ``audio.source``. Older files load unchanged; new keys get defaults.
 
-TARGET_LANGUAGES = ("none", "de", "ja", "zh", "fr", "es", "it", "pt", "nl", "ko", "ru")
 
 
 def _range(lo: float, hi: float) -> dict[str, Any]:
@@ -152,6 +152,31 @@ class Settings:
 
 
 _SECTIONS = ("audio", "asr", "translation", "captions", "overlay")
+
+
+def _field(key: str) -> dataclasses.Field:
+    section, _, name = key.partition(".")
+    cls = {f.name: f.default_factory for f in dataclasses.fields(Settings)}.get(section)  # type: ignore[misc]
+    fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
+    if name not in fields:
+        raise SettingsError(f"Unknown setting '{key}'.")
+    return fields[name]
+
+
+def value_range(key: str) -> tuple[float, float]:
+    """The smallest and largest value ``key`` accepts (for sliders and spin boxes)."""
+    meta = _field(key).metadata
+    if "min" not in meta:
+        raise SettingsError(f"{key} has no range.")
+    return meta["min"], meta["max"]
+
+
+def value_choices(key: str) -> tuple[str, ...]:
+    """The values ``key`` accepts, where it is a choice."""
+    meta = _field(key).metadata
+    if "choices" not in meta:
+        raise SettingsError(f"{key} is not a choice.")
+    return tuple(meta["choices"])
 
 
 def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:

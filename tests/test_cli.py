@@ -15,7 +15,7 @@ from conftest import ROOT
 
 def sotto(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
+        [sys.executable, "-m", "app", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

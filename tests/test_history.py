@@ -7,17 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from core.captions.history import CaptionHistory, export_entries, read_session
-from core.captions.journal import CaptionJournal
-from core.errors import ModelError, SottoError, SettingsError
+from core.errors import ModelError, SettingsError, SottoError
+from core.session.history import CaptionHistory, export_entries, read_session
+from core.session.journal import CaptionJournal
 from core.settings import Settings, check_combination, load_settings
+from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
 
 
 def _journal(directory: Path) -> None:
+    """A session journaled through the real writer: two sentences, the first one translated."""
+    first = Sentence(0, " Hello there.", 0.5, 2.0)
+    second = Sentence(1, "Good news today.", 2.5, 4.25)
     j = CaptionJournal(directory, translate=True, meta={"source": "talk.wav", "target": "de"})
-    j.record({"kind": "source", "sentences": [{"index": 0, "start": 0.5, "end": 2.0, "text": " Hello there."}]})
-    j.record({"kind": "translation", "frozen": [{"index": 0, "source": "Hello there.", "text": "Hallo."}]})
-    j.record({"kind": "source", "sentences": [{"index": 1, "start": 2.5, "end": 4.25, "text": "Good news today."}]})
+    j.transcript(1.0, TranscriptUpdate([first], "", "", 2.0, 2.0), "")
+    j.translation(1.5, TranslationUpdate([FrozenTranslation(first, "Hallo.")], "", "", 2.0), "")
+    j.transcript(2.0, TranscriptUpdate([second], "", "", 4.5, 2.0), "")
     j.close({"done": True})
 
 
@@ -97,7 +101,7 @@ def test_model_references_are_checked_by_kind(tmp_path: Path):
 
 
 def test_restart_needed_names_only_what_waits_for_the_next_start():
-    from core.service import restart_needed, source_spec
+    from core.session.service import restart_needed, source_spec
 
     base = Settings()
     new = base.with_value("translation.beta", 0.7).with_value("captions.mask_k", 1).with_value("overlay.lines", 3)

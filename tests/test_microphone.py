@@ -57,7 +57,7 @@ def pulse():
 
 def _start_caption(env: dict, out: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "caption", "mic:pulse", "--target", "none", "--out", str(out)],
+        [sys.executable, "-m", "app", "caption", "mic:pulse", "--target", "none", "--out", str(out)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     _wait_for(lambda: (out / "captions.jsonl").exists() or proc.poll() is not None, 60, "recording to start")
@@ -65,7 +65,7 @@ def _start_caption(env: dict, out: Path) -> subprocess.Popen:
 
 
 def test_devices_lists_the_pulse_input(pulse):
-    proc = subprocess.run([sys.executable, "-m", "core.cli", "devices"], cwd=ROOT, env=pulse,
+    proc = subprocess.run([sys.executable, "-m", "app", "devices"], cwd=ROOT, env=pulse,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "pulse" in proc.stdout
 

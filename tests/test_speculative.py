@@ -258,7 +258,7 @@ def test_speculative_engine_streams_with_word_times(store, jfk):
     the verifier's attention, and each update verifying the previous transcript first."""
     from conftest import transcribe_stream
     from core.captions import normalize_english, word_error_rate
-    from core.engines import create_asr_engine
+    from core.session.engines import create_asr_engine
     from core.settings import Settings
 
     settings = Settings().with_value("asr.engine", "speculative")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bench.translate import Config, identity, prefixes, run_config
-from core.asr.types import Sentence
+from core.stream import Sentence
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
 
 TIE_GAP = 1e-3  # a divergence counts as a floating-point near-tie only below this top-2 logit gap
@@ -125,7 +125,7 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
     interrupts the model at its next call; the same thread serves the next session."""
     import threading
 
-    from core.asr.types import CaptionUpdate, Sentence
+    from core.stream import Sentence, TranscriptUpdate
     from core.translate.streaming import StreamingTranslator
     from core.translate.worker import TranslationWorker
 
@@ -134,7 +134,7 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
     worker.begin(StreamingTranslator(translator_de), results.append, errors.append)
     sentences = [Sentence(i, text, float(i), float(i) + 1) for i, text in
                  enumerate(["The weather is nice today.", "We are going to the market."])]
-    worker.submit(CaptionUpdate(sentences, "", "", 2.0, 2.0))
+    worker.submit(TranscriptUpdate(sentences, "", "", 2.0, 2.0))
     assert worker.finish() == []
     assert [f.text for r in results for f in r.frozen] and len([f for r in results for f in r.frozen]) == 2
     assert not errors and worker.alive
@@ -143,7 +143,7 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
     worker.begin(StreamingTranslator(translator_de), results.append, errors.append)
     long = [Sentence(10 + i, "This is a rather long sentence about the history of the town and its river.",
                      float(i), float(i) + 1) for i in range(4)]
-    worker.submit(CaptionUpdate(long, "", "", 4.0, 4.0))
+    worker.submit(TranscriptUpdate(long, "", "", 4.0, 4.0))
     left = worker.finish(cancel=True)
     translated = {f.sentence.index for r in results for f in r.frozen}
     assert len(translated) < 4 and not errors, "the cancel interrupted the model"

@@ -42,7 +42,7 @@ def test_long_recording_keeps_window_under_30s(tiny_engine, shared):
     audio = decode_file(path)
     assert len(audio) / 16000 > 230
     sentences, st, updates = transcribe_stream(tiny_engine, audio, chunk_s=2.0)
-    assert max(u.buffer_seconds for u in updates) <= 30.0
+    assert max(u.window_seconds for u in updates) <= 30.0
     assert st.max_window_seconds <= 30.0
     ref = normalize_english(path.with_suffix(".txt").read_text())
     wer = word_error_rate(ref, normalize_english(_text(sentences)))

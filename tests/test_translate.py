@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from core.asr.types import Sentence
+from core.stream import Sentence
 from core.errors import TranslationError
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
 
@@ -56,7 +56,7 @@ def test_empty_source(translator_de):
 def test_streaming_translator_freezes_finished_sentences(translator_de):
     st = StreamingTranslator(translator_de)
     u1 = st.translate([], "And so my fellow Americans", 2.0)
-    assert u1 is not None and u1.partial and not u1.frozen
+    assert u1 is not None and u1.partial_translation and not u1.frozen
     assert st.translate([], "And so my fellow Americans", 2.5) is None  # unchanged: no work
     s = Sentence(0, "And so my fellow Americans, ask not what your country can do for you.", 0.0, 7.5)
     u2 = st.translate([s], "ask what", 8.5)

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from core.asr.agreement import HypothesisBuffer
-from core.asr.types import Word
+from core.stream import Word
 from core.audio.ringbuffer import RingBuffer
 from core.audio.window import AudioWindow
-from core.captions import mask_tokens, normalize_english, normalized_erasure, to_srt, to_vtt, tokenize, word_error_rate
+from core.captions import mask_tokens, normalize_english, normalized_erasure, to_srt, to_vtt, word_error_rate
+from core.text import tokenize
 from core.captions.metrics import ErasureMeter
 
 
@@ -131,21 +132,20 @@ def test_repetition_span_detects_loops_only():
 
 
 def test_caption_policy_masks_partial_lines_only():
-    from core.asr.types import CaptionUpdate, Sentence
     from core.captions import CaptionPolicy
-    from core.translate.streaming import FrozenTranslation, TranslationUpdate
+    from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
 
-    def asr(sentences, current, tentative, final=False):
-        return CaptionUpdate(sentences, current, tentative, 1.0, 1.0, final=final)
+    def asr(sentences, committed, tentative, final=False):
+        return TranscriptUpdate(sentences, committed, tentative, 1.0, 1.0, final=final)
 
     for translation_k, shown in ((None, "eins zwei"), (0, "eins zwei drei vier fünf")):
         policy = CaptionPolicy(3, "en", "de", translation_mask_k=translation_k)
-        view = policy.on_asr(asr([], "and so", " my fellow americans ask not"))
-        assert view.partial_source == "and so my fellow"  # committed words are never hidden
+        view = policy.on_transcript(asr([], "and so", " my fellow americans ask not"))
+        assert view.shown_partial == "and so my fellow"  # committed words are never hidden
         view = policy.on_translation(TranslationUpdate([], "and so my", "eins zwei drei vier fünf", 1.0))
-        assert view.partial_translation == shown
+        assert view.shown_translation == shown
         s = Sentence(0, "And so my fellow Americans ask not.", 0.0, 1.0)
-        policy.on_asr(asr([s], "", ""))
+        policy.on_transcript(asr([s], "", ""))
         view = policy.on_translation(TranslationUpdate([FrozenTranslation(s, "Und so.")], "", "", 2.0))
-        assert view.lines[0].translation == "Und so." and view.partial_translation == ""
-        assert policy.view(final=True).hidden_source_tokens == 0
+        assert view.lines[0].translation == "Und so." and view.shown_translation == ""
+        assert policy.view(final=True).hidden_tokens == 0

@@ -1,17 +1,12 @@
 """Streaming speech recognition."""
 
 from .engine import ASREngine, FasterWhisperEngine, Hypothesis
-from .streaming import StreamingTranscriber
-from .types import CaptionUpdate, Sentence, StageTimings, StreamingOptions, Word
+from .streaming import StreamingOptions, StreamingTranscriber
 
 __all__ = [
     "ASREngine",
-    "CaptionUpdate",
     "FasterWhisperEngine",
     "Hypothesis",
-    "Sentence",
-    "StageTimings",
     "StreamingOptions",
     "StreamingTranscriber",
-    "Word",
 ]

@@ -7,7 +7,7 @@ their longest common word prefix is committed; the rest stays tentative.
 
 from __future__ import annotations
 
-from .types import Word
+from ..stream import Word
 
 
 def _key(word: Word) -> str:
@@ -23,7 +23,6 @@ class HypothesisBuffer:
         self.previous: list[Word] = []  # last hypothesis, after the committed part
         self.new: list[Word] = []
         self.last_committed_time = 0.0
-        self.last_committed_word: str | None = None
 
     def insert(self, words: list[Word]) -> None:
         """Take a new hypothesis (absolute times); drop what is already committed.
@@ -54,7 +53,6 @@ class HypothesisBuffer:
             commit.append(word)
         if commit:
             self.last_committed_time = commit[-1].end
-            self.last_committed_word = commit[-1].text
         self.previous = self.new
         self.new = []
         self.committed_in_buffer.extend(commit)

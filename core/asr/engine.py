@@ -16,9 +16,9 @@ from typing import Protocol
 import numpy as np
 
 from .. import logger
-from ..compute import COMPUTE_GATE
+from ..compute import COMPUTE_GATE, cuda_available
 from ..errors import Interrupted, ModelError
-from .types import Word
+from ..stream import Word
 
 
 @dataclass
@@ -36,7 +36,11 @@ class ASREngine(Protocol):
     name: str
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis: ...
+                   abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis: ...
+
+    def interrupt(self) -> None:
+        """Wake a caller waiting for a decode so it can see its abort signal (a no-op where
+        decodes run on the caller's thread)."""
 
 
 def default_threads() -> int:
@@ -44,7 +48,7 @@ def default_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-class FasterWhisperEngine:
+class FasterWhisperEngine(ASREngine):
     """faster-whisper greedy decoding with word timestamps (the baseline engine)."""
 
     def __init__(
@@ -61,7 +65,7 @@ class FasterWhisperEngine:
             # on spontaneous speech (WER 1.41 vs 0.19 on mfa_acoustic_corpus).
             compute_type = "float32" if device == "cpu" else "float16"
         if device == "auto":
-            device = "cuda" if _cuda_available() else "cpu"
+            device = "cuda" if cuda_available() else "cpu"
         self.name = f"faster-whisper:{Path(model_path).name}"
         try:
             self.model = WhisperModel(
@@ -80,12 +84,12 @@ class FasterWhisperEngine:
         self.multilingual = self.model.model.is_multilingual
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis:
+                   abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
         """Greedy transcription of one window (≤ 30 s) with word timestamps.
 
         If ``abort`` is set by the time the compute gate is free, nothing is
         decoded and :class:`~core.errors.Interrupted` is raised (a quick stop).
-        ``draft_text`` (the previous transcript) is for speculative engines; ignored here.
+        ``previous_transcript`` (the last transcript of this window's audio) is for speculative engines; ignored here.
         """
         with COMPUTE_GATE:
             if abort is not None and abort.is_set():
@@ -115,12 +119,3 @@ class FasterWhisperEngine:
             for w in seg.words or ():
                 words.append(Word(w.start, w.end, w.word, w.probability))
         return Hypothesis(words, "".join(texts).strip(), time.perf_counter() - t0)
-
-
-def _cuda_available() -> bool:
-    try:
-        import ctranslate2
-
-        return ctranslate2.get_cuda_device_count() > 0
-    except Exception:
-        return False

@@ -1,4 +1,4 @@
-"""Streaming transcription: audio chunks in, :class:`CaptionUpdate` out.
+"""Streaming transcription: audio chunks in, :class:`~core.stream.TranscriptUpdate` out.
 
 A whisper_streaming-style policy object (``insert_audio``, ``process``,
 ``finish``): the growing audio window is re-decoded every ``min_chunk_s`` of
@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,9 +24,26 @@ from ..audio.decode import SAMPLE_RATE
 from ..audio.vad import VadOptions, VoiceActivityDetector
 from ..audio.window import AudioWindow
 from ..errors import Interrupted
+from ..stream import Sentence, StageTimings, TranscriptUpdate, Word
 from .agreement import HypothesisBuffer
 from .engine import ASREngine
-from .types import CaptionUpdate, Sentence, StageTimings, StreamingOptions, Word
+
+
+@dataclass
+class StreamingOptions:
+    """Knobs of :class:`StreamingTranscriber`."""
+
+    language: str | None = "en"
+    min_chunk_s: float = 1.0
+    buffer_trim_s: float = 15.0
+    max_buffer_s: float = 29.0
+    prompt_chars: int = 200
+    use_vad: bool = True
+    vad_threshold: float = 0.5
+    vad_min_silence_s: float = 0.5
+    utterance_end_s: float = 2.0
+    pre_roll_s: float = 0.4
+
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 MAX_PIECE_S = 5.0
@@ -90,7 +108,7 @@ class StreamingTranscriber:
             self._drop_before(max(self.window.offset, self._received - self.options.pre_roll_s))
         self.max_window_seconds = max(self.max_window_seconds, min(self.window.seconds, self.options.max_buffer_s))
 
-    def push(self, chunk: np.ndarray) -> list[CaptionUpdate]:
+    def push(self, chunk: np.ndarray) -> list[TranscriptUpdate]:
         """Insert a chunk of any length and process it; returns the updates produced.
 
         After :meth:`abort` the audio is still taken in but nothing more is decoded.
@@ -115,7 +133,7 @@ class StreamingTranscriber:
         self.aborted.set()
 
     # -- decoding --------------------------------------------------------------------
-    def process(self) -> CaptionUpdate | None:
+    def process(self) -> TranscriptUpdate | None:
         """Decode if there is enough new speech; None when nothing changed.
 
         A pause in speech (VAD end) triggers one decode so LocalAgreement can
@@ -135,7 +153,7 @@ class StreamingTranscriber:
             return None
         return self._decode_step()
 
-    def _decode_step(self) -> CaptionUpdate:
+    def _decode_step(self) -> TranscriptUpdate:
         words = self._decode(self.window.view())
         self.hyp.insert(words)
         committed = self.hyp.flush()
@@ -143,7 +161,7 @@ class StreamingTranscriber:
         self._trim()
         return self._update(sentences)
 
-    def _end_utterance(self) -> CaptionUpdate:
+    def _end_utterance(self) -> TranscriptUpdate:
         sentences = self._commit(self.hyp.tentative())
         sentences += self._close_sentence()
         self.hyp.reset(self._received)
@@ -152,7 +170,7 @@ class StreamingTranscriber:
         self._paused_at = None
         return self._update(sentences)
 
-    def finish(self, decode: bool = True) -> CaptionUpdate:
+    def finish(self, decode: bool = True) -> TranscriptUpdate:
         """End of stream: decode what is left, commit everything and close the sentence.
 
         With ``decode=False`` (a quick stop, or a pause) nothing more is decoded:
@@ -179,9 +197,9 @@ class StreamingTranscriber:
         prompt = self._prompt()
         offset = self.window.offset
         # the last transcript of the audio still in the window: a speculative engine verifies it first
-        draft = "".join(w.text for w in self._last_words if w.start >= offset - 0.01)
+        previous = "".join(w.text for w in self._last_words if w.start >= offset - 0.01)
         hypothesis = self.engine.transcribe(np.array(audio, dtype=np.float32), prompt, self.options.language,
-                                            abort=self.aborted, draft_text=draft)
+                                            abort=self.aborted, previous_transcript=previous)
         self._pending_timings.asr += hypothesis.decode_seconds
         self.decodes += 1
         self._new_audio = 0.0
@@ -244,21 +262,20 @@ class StreamingTranscriber:
         logger.warning("audio window overflow; dropping %.2f s of undecoded audio", cut - self.window.offset)
         self._drop_before(cut)
 
-    def _update(self, sentences: list[Sentence], final: bool = False) -> CaptionUpdate:
+    def _update(self, sentences: list[Sentence], final: bool = False) -> TranscriptUpdate:
         timings, self._pending_timings = self._pending_timings, StageTimings()
-        current = "".join(w.text for w in self._sentence_words)
+        committed = "".join(w.text for w in self._sentence_words)
         tentative = "" if final else "".join(w.text for w in self.hyp.tentative())
-        if not current.strip():
+        if not committed.strip():
             tentative = tentative.lstrip()
-        return CaptionUpdate(
+        return TranscriptUpdate(
             sentences=sentences,
-            current=current.lstrip(),
+            committed=committed.lstrip(),
             tentative=tentative,
             audio_time=self._received,
-            buffer_seconds=self.window.seconds,
+            window_seconds=self.window.seconds,
             timings=timings,
             final=final,
-            speech=self._speech,
         )
 
     @property

@@ -9,44 +9,42 @@ and its result is dropped, so a Stop never waits for the model.
 
 from __future__ import annotations
 
-import queue
 import threading
 
 import numpy as np
 
 from .. import logger
 from ..errors import Interrupted
+from ..threads import JobThread
 from .engine import ASREngine, Hypothesis
 
 
 class _Job:
-    __slots__ = ("audio", "prompt", "language", "abort", "draft_text", "result", "error", "done")
+    __slots__ = ("audio", "prompt", "language", "abort", "previous_transcript", "result", "error", "done")
 
-    def __init__(self, audio, prompt, language, abort, draft_text) -> None:
+    def __init__(self, audio, prompt, language, abort, previous_transcript) -> None:
         self.audio, self.prompt, self.language, self.abort = audio, prompt, language, abort
-        self.draft_text = draft_text
+        self.previous_transcript = previous_transcript
         self.result: Hypothesis | None = None
         self.error: BaseException | None = None
         self.done = False
 
 
-class ThreadedEngine:
+class ThreadedEngine(ASREngine):
     """Wraps an :class:`ASREngine`; decodes run on the ``sotto-asr-model`` thread."""
 
     def __init__(self, engine: ASREngine, name: str = "sotto-asr-model") -> None:
         self.engine = engine
         self.name = getattr(engine, "name", "asr")
-        self._jobs: queue.Queue = queue.Queue()
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self._thread = JobThread(name, self._run)
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis:
+                   abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
         """Decode on the model thread; raises :class:`Interrupted` as soon as ``abort`` is set
         and :meth:`interrupt` is called (the decode itself finishes unseen)."""
-        job = _Job(audio, prompt, language, abort, draft_text)
-        self._jobs.put(job)
+        job = _Job(audio, prompt, language, abort, previous_transcript)
+        self._thread.submit(job)
         with self._cond:
             self._cond.wait_for(lambda: job.done or (abort is not None and abort.is_set()))
         if not job.done:
@@ -62,30 +60,25 @@ class ThreadedEngine:
             self._cond.notify_all()
 
     def close(self, timeout: float | None = 10.0) -> None:
-        """Finish the decode in progress (if any) and end the thread (sentinel: None)."""
-        self._jobs.put(None)
-        self._thread.join(timeout)
+        """Finish the decode in progress (if any) and end the thread."""
+        self._thread.close(timeout)
 
     @property
     def alive(self) -> bool:
         """True while the model thread runs."""
-        return self._thread.is_alive()
+        return self._thread.alive
 
-    def _loop(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            if job.abort is not None and job.abort.is_set():
-                job.error = Interrupted("Recognition was stopped.")
-            else:
-                try:
-                    job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort,
-                                                        draft_text=job.draft_text)
-                except BaseException as exc:  # handed to the caller, who reports it
-                    if not isinstance(exc, Interrupted):
-                        logger.exception("speech recognition failed")
-                    job.error = exc
-            with self._cond:
-                job.done = True
-                self._cond.notify_all()
+    def _run(self, job: _Job) -> None:
+        if job.abort is not None and job.abort.is_set():
+            job.error = Interrupted("Recognition was stopped.")
+        else:
+            try:
+                job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort,
+                                                    previous_transcript=job.previous_transcript)
+            except BaseException as exc:  # handed to the caller, who reports it
+                if not isinstance(exc, Interrupted):
+                    logger.exception("speech recognition failed")
+                job.error = exc
+        with self._cond:
+            job.done = True
+            self._cond.notify_all()

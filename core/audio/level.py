@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import logger
 from ..errors import AudioError
+from ..threads import WorkerThread
 from .sources import MicrophoneSource
 
 SILENCE_DB = -90.0
@@ -43,8 +44,7 @@ class LevelMonitor:
         self._interval = 1.0 / rate
         self._stop = threading.Event()
         self._source: MicrophoneSource | None = None
-        self._thread = threading.Thread(target=self._loop, name="sotto-level", daemon=True)
-        self._thread.start()
+        self._thread = WorkerThread("sotto-level", self._loop)
 
     def _loop(self) -> None:
         try:
@@ -78,4 +78,4 @@ class LevelMonitor:
     @property
     def alive(self) -> bool:
         """True while the thread runs."""
-        return self._thread.is_alive()
+        return self._thread.alive

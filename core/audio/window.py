@@ -48,10 +48,9 @@ class AudioWindow:
         self._data[self._len:self._len + n] = samples
         self._len += n
 
-    def view(self, until: float | None = None) -> np.ndarray:
-        """The held audio (a view; copy it before the next trim), optionally up to an absolute time."""
-        end = self._len if until is None else max(0, min(self._len, int(round((until - self.offset) * SAMPLE_RATE))))
-        return self._data[:end]
+    def view(self) -> np.ndarray:
+        """The held audio (a view; copy it before the next trim)."""
+        return self._data[:self._len]
 
     def trim_to(self, time: float) -> None:
         """Drop audio before absolute ``time``."""

@@ -12,26 +12,8 @@ so characters, sacrebleu's own Chinese tokenisation, stand in for it).
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+")
-
-
-def tokenize(text: str, lang: str | None = None) -> list[str]:
-    """Tokens for NE and mask-k: CJK characters one by one, other text by whitespace."""
-    if lang in ("zh", "ja", "ko") or _CJK.search(text):
-        return _TOKEN.findall(text)
-    return text.split()
-
-
-def common_prefix_len(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
-    """Length of the longest common prefix of two token sequences (words or token ids)."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+from ..text import common_prefix_len, tokenize
 
 
 def erasure(previous: list[str], current: list[str]) -> int:

@@ -11,44 +11,10 @@ model output and of the displayed text, for source and translation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from ..asr.types import CaptionUpdate, Sentence
-from .metrics import ErasureMeter, tokenize
-
-if TYPE_CHECKING:  # the translator imports captions.metrics; avoid the cycle at run time
-    from ..translate.streaming import TranslationUpdate
-
-
-@dataclass
-class CaptionLine:
-    """One finished sentence and its translation (None until it arrives)."""
-
-    sentence: Sentence
-    translation: str | None = None
-    provisional: str | None = None  # the partial translation last shown for it, until the final one arrives
-
-
-@dataclass
-class CaptionView:
-    """Everything a display needs for one frame."""
-
-    lines: list[CaptionLine]
-    partial_committed: str  # stable start of the unfinished sentence
-    partial_tentative: str  # visible part of its unconfirmed words
-    partial_translation: str  # visible part of its translation
-    hidden_source_tokens: int = 0
-    hidden_translation_tokens: int = 0
-    audio_time: float = 0.0
-
-    @property
-    def partial_source(self) -> str:
-        """The visible unfinished source line."""
-        return _join(self.partial_committed, self.partial_tentative)
-
-
-def _join(*parts: str) -> str:
-    return " ".join(p.strip() for p in parts if p and p.strip())
+from ..stream import CaptionLine, CaptionView, TranscriptUpdate, TranslationUpdate
+from ..text import join_parts, joiner, tokenize
+from .metrics import ErasureMeter
 
 
 def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
@@ -77,7 +43,7 @@ class CaptionPolicy:
     target_lang: str | None = None
     translation_mask_k: int | None = None  # None: same as mask_k; 0 when mask-k is applied in the draft
     lines: list[CaptionLine] = field(default_factory=list)
-    current: str = ""
+    committed: str = ""
     tentative: str = ""
     partial_translation: str = ""
     audio_time: float = 0.0
@@ -91,7 +57,7 @@ class CaptionPolicy:
         self._translated_upto = 0  # lines[:n] all have final translations
 
     # -- inputs ------------------------------------------------------------------------
-    def on_asr(self, update: CaptionUpdate) -> CaptionView:
+    def on_transcript(self, update: TranscriptUpdate) -> CaptionView:
         """Take a transcript update; returns the new view."""
         if update.sentences and self.partial_translation:
             # the partial translation on screen belonged to the sentence now finished: it stays with
@@ -105,7 +71,7 @@ class CaptionPolicy:
             line = pending if pending is not None and pending.sentence is sentence else CaptionLine(sentence)
             self.lines.append(line)
             self._by_index[sentence.index] = line
-        self.current = update.current
+        self.committed = update.committed
         self.tentative = update.tentative
         self.audio_time = update.audio_time
         self._record_source(final=update.final)
@@ -119,7 +85,7 @@ class CaptionPolicy:
                 line.translation = frozen.text
         while self._translated_upto < len(self.lines) and self.lines[self._translated_upto].translation is not None:
             self._translated_upto += 1
-        self.partial_translation = update.partial
+        self.partial_translation = update.partial_translation
         self._record_translation()
         return self.view()
 
@@ -131,34 +97,33 @@ class CaptionPolicy:
         """What to show now."""
         k = 0 if final else self.mask_k
         k_tr = 0 if final else self._translation_k()
-        tentative, hidden_src = mask_tokens(self.tentative, k, self.source_lang)
-        translation, hidden_tr = mask_tokens(self.partial_translation, k_tr, self.target_lang)
-        return CaptionView(list(self.lines), self.current, tentative, translation, hidden_src, hidden_tr,
-                           self.audio_time)
+        tentative, hidden = mask_tokens(self.tentative, k, self.source_lang)
+        translation, _ = mask_tokens(self.partial_translation, k_tr, self.target_lang)
+        return CaptionView(list(self.lines), self.committed, tentative, translation, hidden, self.audio_time)
 
     # -- metrics -------------------------------------------------------------------------
     def _finished_source(self) -> str:
-        return _join(*(line.sentence.text for line in self.lines))
+        return join_parts(*(line.sentence.text for line in self.lines))
 
     def _record_source(self, final: bool = False) -> None:
         done = self._finished_source()
-        self.source_output.add(_join(done, self.current, self.tentative))
+        self.source_output.add(join_parts(done, self.committed, self.tentative))
         view = self.view(final=final)
-        self.source_display.add(_join(done, view.partial_source))
+        self.source_display.add(join_parts(done, view.shown_partial))
 
     def _translation_text(self, partial: str) -> str:
-        joiner = "" if self.target_lang in ("ja", "zh") else " "
-        finished = joiner.join(line.translation or "" for line in self.lines[: self._translated_upto])
-        return (finished + joiner + partial).strip() if partial else finished.strip()
+        sep = joiner(self.target_lang)
+        finished = sep.join(line.translation or "" for line in self.lines[: self._translated_upto])
+        return (finished + sep + partial).strip() if partial else finished.strip()
 
     def _record_translation(self) -> None:
         self.translation_output.add(self._translation_text(self.partial_translation))
-        self.translation_display.add(self._translation_text(self.view().partial_translation))
+        self.translation_display.add(self._translation_text(self.view().shown_translation))
 
     def finish(self) -> None:
         """Record the final state (nothing hidden)."""
         self.partial_translation = ""
-        self.current = self.tentative = ""
+        self.committed = self.tentative = ""
         self._record_source(final=True)
         if self.target_lang:
             self._record_translation()

@@ -31,6 +31,17 @@ StatusCallback = Callable[[str, float | None], None]
 """Called with a message and a fraction done (None when unknown)."""
 
 
+# What each model state means, in the words every front end shows.
+STATE_WORDS = {
+    "ready": "ready",
+    "bundled": "bundled, prepared on first use",
+    "downloadable": "not downloaded",
+    "partial": "partly downloaded (downloading again resumes)",
+    "corrupt": "damaged (downloading again fetches it anew)",
+}
+DOWNLOADABLE_STATES = ("downloadable", "partial", "corrupt")
+
+
 @dataclass
 class ModelStatus:
     """One row of ``sotto models``."""
@@ -46,6 +57,16 @@ class ModelStatus:
     def ready(self) -> bool:
         """True when the model can be loaded now."""
         return self.state == "ready"
+
+    @property
+    def state_words(self) -> str:
+        """The state in plain words."""
+        return STATE_WORDS.get(self.state, self.state)
+
+    @property
+    def downloadable(self) -> bool:
+        """True when downloading would help (missing, partial or damaged)."""
+        return self.state in DOWNLOADABLE_STATES
 
 
 def _package_dir(package: str) -> Path | None:

@@ -1,18 +1,12 @@
 """Live translation with a local GGUF model."""
 
-from .prompts import CJK_LANGUAGES, LANGUAGE_NAMES, language_name
-from .streaming import FrozenTranslation, StreamingTranslator, TranslationUpdate, Translator
+from .streaming import StreamingTranslator, TranslationEngine
 from .translator import LlamaTranslator, TranslationResult, TranslatorOptions
 
 __all__ = [
-    "CJK_LANGUAGES",
-    "LANGUAGE_NAMES",
-    "FrozenTranslation",
     "LlamaTranslator",
     "StreamingTranslator",
     "TranslationResult",
-    "TranslationUpdate",
-    "Translator",
+    "TranslationEngine",
     "TranslatorOptions",
-    "language_name",
 ]

@@ -121,10 +121,17 @@ class LlamaRunner:
         self.tokens: list[int] = []  # tokens whose keys/values are in the cache
         self._blocked = 0  # cached positions [0, _blocked) were computed as complete prompt chunks
         self.eos = self.llm.token_eos()
+        self.bos = self.llm.token_bos()
         self.metadata = dict(self.llm.metadata or {})
         self._newline_tokens: set[int] | None = None
         self.evaluated = 0  # tokens run through the model since load (for metrics)
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
+
+    def special_token_texts(self) -> tuple[str, str]:
+        """The text of the end-of-sequence and beginning-of-sequence tokens ("" if the model has no BOS)."""
+        model = self.llm._model
+        bos = model.token_get_text(self.bos) if self.bos >= 0 else ""
+        return model.token_get_text(self.eos), bos
 
     def tokenize(self, text: str, add_bos: bool = False) -> list[int]:
         """Tokens of ``text`` (special tokens in the text are parsed)."""

@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-LANGUAGE_NAMES = {
-    "en": "English",
-    "de": "German",
-    "ja": "Japanese",
-    "zh": "Chinese",
-    "fr": "French",
-    "es": "Spanish",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "nl": "Dutch",
-    "ko": "Korean",
-    "ru": "Russian",
-}
-
-CJK_LANGUAGES = frozenset({"ja", "zh", "ko"})
+from ..text import language_name
 
 # Three short example pairs per target language, for base (non-instruct) models.
 _EXAMPLES_EN = (
@@ -43,11 +29,6 @@ FEW_SHOT = {
     "ru": ("Сегодня хорошая погода.", "Где находится вокзал?",
            "Я хотел бы поблагодарить всех, кто пришёл сюда сегодня вечером."),
 }
-
-
-def language_name(code: str) -> str:
-    """English name of a language code (the code itself if unknown)."""
-    return LANGUAGE_NAMES.get(code, code)
 
 
 def few_shot_prompt(source: str, source_lang: str, target_lang: str) -> str:

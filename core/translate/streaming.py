@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..asr.types import CaptionUpdate, Sentence
+from ..stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
 from .translator import TranslationResult
 
 
-class Translator(Protocol):
-    """What :class:`StreamingTranslator` needs from an engine."""
+class TranslationEngine(Protocol):
+    """What :class:`StreamingTranslator` needs from a translation engine (e.g. ``LlamaTranslator``)."""
 
     name: str
 
     def translate(self, source: str, draft: list[int] | None = None) -> TranslationResult: ...
 
+    def interrupt(self) -> None: ...
 
-@dataclass
-class FrozenTranslation:
-    """The final translation of a finished source sentence."""
-
-    sentence: Sentence
-    text: str
-
-
-@dataclass
-class TranslationUpdate:
-    """Finished sentences translated by this update, and the current partial translation."""
-
-    frozen: list[FrozenTranslation]
-    partial_source: str
-    partial: str
-    audio_time: float
-    seconds: float = 0.0
-    results: list[TranslationResult] = field(default_factory=list)
+    def clear_interrupt(self) -> None: ...
 
 
 class StreamingTranslator:
@@ -45,8 +28,8 @@ class StreamingTranslator:
     last partial translation of a sentence is the draft of its final one.
     """
 
-    def __init__(self, translator: Translator) -> None:
-        self.translator = translator
+    def __init__(self, engine: TranslationEngine) -> None:
+        self.engine = engine
         self._last_partial_source = ""
         self._last_partial = ""
         self._draft: list[int] = []
@@ -56,7 +39,7 @@ class StreamingTranslator:
         self.output_tokens = 0
 
     def _run(self, source: str) -> TranslationResult:
-        result = self.translator.translate(source, self._draft)
+        result = self.engine.translate(source, self._draft)
         self.calls += 1
         self.draft_tokens += result.draft_tokens
         self.accepted_tokens += result.accepted_tokens
@@ -68,7 +51,7 @@ class StreamingTranslator:
         """The unfinished source sentence last translated, and its translation."""
         return self._last_partial_source, self._last_partial
 
-    def update(self, asr: CaptionUpdate) -> TranslationUpdate | None:
+    def update(self, asr: TranscriptUpdate) -> TranslationUpdate | None:
         """Translate what changed in ``asr``; None if nothing did."""
         return self.translate(asr.sentences, asr.partial, asr.audio_time)
 
@@ -95,4 +78,4 @@ class StreamingTranslator:
         if not frozen and not partial_changed:
             return None
         compute = sum(r.seconds for r in results)  # model time, without waits for the compute gate
-        return TranslationUpdate(frozen, partial_source, self._last_partial, audio_time, compute, results)
+        return TranslationUpdate(frozen, partial_source, self._last_partial, audio_time, compute)

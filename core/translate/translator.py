@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import logger
-from ..captions.metrics import common_prefix_len
 from ..compute import COMPUTE_GATE
 from ..errors import Interrupted, ModelError, TranslationError
+from ..text import common_prefix_len, joiner
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
 from .prompts import chat_messages, few_shot_prompt
 
@@ -160,9 +160,7 @@ class LlamaTranslator:
         template = self.runner.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelError("This translation model has no chat template; set the prompt style to few-shot.")
-        llm = self.runner.llm
-        eos = llm._model.token_get_text(llm.token_eos())
-        bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
+        eos, bos = self.runner.special_token_texts()
         return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
 
     def prompt_text(self, source: str) -> str:
@@ -178,7 +176,7 @@ class LlamaTranslator:
         """Tokens of the prompt for ``source`` (with BOS)."""
         text = self.prompt_text(source)
         tokens = self.runner.tokenize(text, add_bos=True)
-        bos = self.runner.llm.token_bos()
+        bos = self.runner.bos
         if len(tokens) > 1 and tokens[0] == bos and tokens[1] == bos:  # chat templates often add BOS themselves
             tokens = tokens[1:]
         return tokens
@@ -334,10 +332,9 @@ class LlamaTranslator:
                 break
         first = self.translate(" ".join(words[:mid]))
         second = self.translate(" ".join(words[mid:]))
-        joiner = "" if self.options.target_lang in ("ja", "zh") else " "
         return TranslationResult(
             source,
-            (first.text + joiner + second.text).strip(),
+            (first.text + joiner(self.options.target_lang) + second.text).strip(),
             first.tokens + second.tokens,
             first.prompt_tokens + second.prompt_tokens,
             first.evaluated_tokens + second.evaluated_tokens,

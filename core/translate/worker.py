@@ -16,9 +16,10 @@ import threading
 from typing import Callable
 
 from .. import logger
-from ..asr.types import CaptionUpdate, Sentence
 from ..errors import Interrupted, SottoError
-from .streaming import StreamingTranslator, TranslationUpdate
+from ..stream import Sentence, TranscriptUpdate, TranslationUpdate
+from ..threads import WorkerThread
+from .streaming import StreamingTranslator
 
 ResultCallback = Callable[[TranslationUpdate], None]
 ErrorCallback = Callable[[SottoError], None]
@@ -27,13 +28,7 @@ ErrorCallback = Callable[[SottoError], None]
 class TranslationWorker:
     """Runs :class:`StreamingTranslator` sessions on its own long-lived thread."""
 
-    def __init__(
-        self,
-        translator: StreamingTranslator | None = None,
-        on_result: ResultCallback | None = None,
-        on_error: ErrorCallback | None = None,
-        name: str = "sotto-translate",
-    ) -> None:
+    def __init__(self, name: str = "sotto-translate") -> None:
         self._cond = threading.Condition()
         self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
         self._sentences: list[Sentence] = []
@@ -44,24 +39,19 @@ class TranslationWorker:
         self._closing = False
         self._failed = False
         self.dropped_partials = 0
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-        if translator is not None:
-            self.begin(translator, on_result or (lambda r: None), on_error or (lambda e: None))
+        self._thread = WorkerThread(name, self._loop)
 
     # -- sessions ----------------------------------------------------------------------------
     def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback) -> None:
         """Start a session: updates go to ``translator``, results to the callbacks."""
-        clear = getattr(translator.translator, "clear_interrupt", None)
-        if clear is not None:
-            clear()
+        translator.engine.clear_interrupt()
         with self._cond:
             self._session = (translator, on_result, on_error)
             self._sentences, self._partial, self._dirty = [], "", False
             self._failed = False
             self.dropped_partials = 0
 
-    def submit(self, update: CaptionUpdate) -> None:
+    def submit(self, update: TranscriptUpdate) -> None:
         """Queue the update's finished sentences; replace the pending partial."""
         with self._cond:
             if self._failed or self._session is None:
@@ -90,9 +80,7 @@ class TranslationWorker:
                 self._dirty = False
                 self._session = None
                 if self._busy:
-                    interrupt = getattr(session[0].translator, "interrupt", None)
-                    if interrupt is not None:
-                        interrupt()
+                    session[0].engine.interrupt()
                 return left
             self._cond.wait_for(lambda: not self._busy and not self._dirty, timeout)
             left = self._sentences
@@ -111,7 +99,7 @@ class TranslationWorker:
     @property
     def alive(self) -> bool:
         """True while the thread runs."""
-        return self._thread.is_alive()
+        return self._thread.alive
 
     # -- the thread ---------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -145,9 +133,7 @@ class TranslationWorker:
                 with self._cond:
                     self._busy = False
                     if self._session is not session:  # the interrupt (if any) has done its job
-                        clear = getattr(translator.translator, "clear_interrupt", None)
-                        if clear is not None:
-                            clear()
+                        translator.engine.clear_interrupt()
                     self._cond.notify_all()
 
     def _fail(self) -> None:
@@ -155,3 +141,43 @@ class TranslationWorker:
             self._failed = True
             self._sentences = []
             self._dirty = False
+
+
+class InlineTranslation:
+    """Translation on the caller's thread (fast mode: every update in order, reproducible).
+
+    Offers the worker's session calls, so the pipeline routes updates to either alike.
+    """
+
+    dropped_partials = 0  # nothing is ever dropped
+
+    def __init__(self) -> None:
+        self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
+
+    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback) -> None:
+        """Start a session."""
+        self._session = (translator, on_result, on_error)
+
+    def submit(self, update: TranscriptUpdate) -> None:
+        """Translate what changed in ``update`` now and hand over the result."""
+        if self._session is None:
+            return
+        translator, on_result, on_error = self._session
+        try:
+            result = translator.update(update)
+        except Interrupted:
+            return
+        except SottoError as exc:
+            on_error(exc)
+            return
+        if result is not None:
+            on_result(result)
+
+    def finish(self, cancel: bool = False) -> list[Sentence]:
+        """End the session (nothing is ever left untranslated)."""
+        self._session = None
+        return []
+
+    def close(self) -> None:
+        """End the session."""
+        self.finish()

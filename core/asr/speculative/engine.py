@@ -10,17 +10,17 @@ import numpy as np
 
 from ...compute import COMPUTE_GATE
 from ...errors import Interrupted
-from ..engine import Hypothesis
-from ..types import Word
+from ..engine import ASREngine, Hypothesis
+from ...stream import Word
 from .alignment import word_timestamps
 from .decoder import DecodeStats, SpeculativeDecoder, SpeculativeOptions
 from .runtime import WhisperRunner
 
 
-class SpeculativeEngine:
+class SpeculativeEngine(ASREngine):
     """:class:`~core.asr.engine.ASREngine` whose transcript is the verifier's greedy output, decoded faster.
 
-    Each call decodes one window speculatively; ``draft_text`` (the previous
+    Each call decodes one window speculatively; ``previous_transcript`` (the previous
     update's transcript of the words still in the window) is verified first, so a
     growing window is mostly verified in a few passes rather than decoded again.
     Word times come from the verifier's cross-attention.
@@ -50,7 +50,7 @@ class SpeculativeEngine:
         self._lock = threading.Lock()
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
-                   abort: threading.Event | None = None, draft_text: str = "") -> Hypothesis:
+                   abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
         """Decode one window (≤ 30 s) with word timestamps; see the class docstring."""
         with COMPUTE_GATE:
             if abort is not None and abort.is_set():
@@ -58,7 +58,7 @@ class SpeculativeEngine:
             t0 = time.perf_counter()
             language = (language if self.multilingual else "en") or "en"
             v = self.verifier
-            previous = v.encode_text(" " + draft_text.strip()) if draft_text.strip() else None
+            previous = v.encode_text(" " + previous_transcript.strip()) if previous_transcript.strip() else None
             encoder_output = v.encode(audio)  # the drafter's encoder runs only if drafting is needed
             result = self.decoder.decode(audio, prompt, language, previous_tokens=previous,
                                          encoder_outputs=(encoder_output, None))

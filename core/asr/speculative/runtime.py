@@ -18,6 +18,7 @@ import numpy as np
 
 from ... import logger
 from ...errors import ModelError
+from ...text import SPOKEN_LANGUAGES
 from .convert import ensure_converted
 
 N_SAMPLES = 30 * 16000  # Whisper's fixed 30 s window
@@ -118,7 +119,7 @@ class WhisperRunner:
             return value
 
         languages = {}
-        for code in ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko", "ru"):
+        for code in SPOKEN_LANGUAGES:
             value = tok.token_to_id(f"<|{code}|>")
             if value is not None:
                 languages[code] = value

@@ -12,26 +12,27 @@ its own history folder as it is produced.
 
 from __future__ import annotations
 
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from . import logger
-from .asr.engine import ASREngine
-from .asr.threaded import ThreadedEngine
-from .audio.sources import open_source
-from .captions.history import CaptionHistory
+from .. import logger
+from ..asr.engine import ASREngine
+from ..asr.threaded import ThreadedEngine
+from ..audio.sources import open_source
+from ..errors import ModelError, SottoError
+from ..models.store import ModelStore
+from ..paths import demo_sample
+from ..settings import Settings
+from ..threads import JobThread
+from ..translate.translator import LlamaTranslator
+from ..translate.worker import TranslationWorker
 from .engines import (ASR_ENGINE_KEYS, TRANSLATOR_KEYS, asr_engine_key, create_asr_engine, create_translator,
                       translator_key, translator_knobs)
-from .errors import ModelError, SottoError
-from .models.store import ModelStore
-from .paths import demo_sample
+from .history import CaptionHistory
 from .pipeline import CaptionPipeline, PipelineListener
-from .settings import Settings
-from .translate.translator import LlamaTranslator
-from .translate.worker import TranslationWorker
+from .summary import RunSummary
 
 IDLE, LOADING, RUNNING, PAUSED, STOPPING = "idle", "loading", "running", "paused", "stopping"
 
@@ -58,7 +59,7 @@ class SessionInfo:
     """The last finished session: where its captions are and its summary."""
 
     directory: Path
-    summary: dict[str, Any]
+    summary: RunSummary
 
 
 def restart_needed(old: Settings, new: Settings) -> list[str]:
@@ -96,7 +97,7 @@ class CaptionService:
         self.history = history or CaptionHistory()
         self.state = IDLE
         self.asr_engine: ASREngine | None = None
-        self.translator: LlamaTranslator | None = None
+        self.translation_engine: LlamaTranslator | None = None
         self.last_session: SessionInfo | None = None
         self._asr_key: tuple | None = None
         self._translator_key: tuple | None = None
@@ -104,10 +105,8 @@ class CaptionService:
         self._lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
-        self._commands: queue.Queue = queue.Queue()
         self._translation_worker = TranslationWorker(name="sotto-translate")
-        self._thread = threading.Thread(target=self._loop, name="sotto-asr", daemon=True)
-        self._thread.start()
+        self._thread = JobThread("sotto-asr", self._handle)
 
     # -- commands (any thread; none of them blocks) -----------------------------------------
     def start(self, spec: str | None = None) -> None:
@@ -117,11 +116,11 @@ class CaptionService:
                 return
             self._idle.clear()
             self._set_state(LOADING, "Preparing models…")
-        self._commands.put(("start", spec))
+        self._thread.submit(("start", spec))
 
     def preload(self) -> None:
         """Load the models named in settings now, so the first start is quick."""
-        self._commands.put(("preload", None))
+        self._thread.submit(("preload", None))
 
     def stop(self) -> None:
         """Stop the running session quickly; captions shown so far are kept."""
@@ -151,8 +150,8 @@ class CaptionService:
             pipeline = self._pipeline
         if pipeline is not None:
             pipeline.apply_settings(settings)
-        elif self.translator is not None:
-            self.translator.configure(*translator_knobs(settings))
+        elif self.translation_engine is not None:
+            self.translation_engine.configure(*translator_knobs(settings))
         return later if pipeline is not None or self.asr_engine is not None else []
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -162,12 +161,11 @@ class CaptionService:
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop any session, end both threads and free the models."""
         self.stop()
-        self._commands.put(None)  # sentinel
-        self._thread.join(timeout)
+        self._thread.close(timeout)
         self._translation_worker.close(timeout)
-        if self.translator is not None:
-            self.translator.close()
-            self.translator = None
+        if self.translation_engine is not None:
+            self.translation_engine.close()
+            self.translation_engine = None
         self._close_asr()
 
     def _close_asr(self) -> None:
@@ -178,7 +176,7 @@ class CaptionService:
     @property
     def threads_alive(self) -> list[str]:
         """Names of this service's threads still running."""
-        out = [self._thread.name] if self._thread.is_alive() else []
+        out = [self._thread.name] if self._thread.alive else []
         if self._translation_worker.alive:
             out.append("sotto-translate")
         if isinstance(self.asr_engine, ThreadedEngine) and self.asr_engine.alive:
@@ -195,30 +193,26 @@ class CaptionService:
         self.state = state
         self.listener.on_state(state, detail)
 
-    def _loop(self) -> None:
-        while True:
-            command = self._commands.get()
-            if command is None:
-                return
-            kind, arg = command
-            try:
-                if kind == "preload":
-                    self._load_engines()
-                elif kind == "start":
-                    self._run_session(arg)
-            except SottoError as exc:
-                logger.error("%s", exc, exc_info=True)
-                self.listener.on_message("error", str(exc))
-            except Exception as exc:  # a bug must not kill the service thread
-                logger.exception("caption session failed")
-                self.listener.on_message("error", f"Captioning stopped unexpectedly ({type(exc).__name__}: {exc}); "
-                                                  "details are in the log file.")
-            finally:
-                if kind == "start":
-                    with self._lock:
-                        self._pipeline = None
-                        self._set_state(IDLE, "")
-                    self._idle.set()
+    def _handle(self, command: tuple[str, str | None]) -> None:
+        kind, arg = command
+        try:
+            if kind == "preload":
+                self._load_engines()
+            elif kind == "start":
+                self._run_session(arg)
+        except SottoError as exc:
+            logger.error("%s", exc, exc_info=True)
+            self.listener.on_message("error", str(exc))
+        except Exception as exc:  # a bug must not kill the service thread
+            logger.exception("caption session failed")
+            self.listener.on_message("error", f"Captioning stopped unexpectedly ({type(exc).__name__}: {exc}); "
+                                              "details are in the log file.")
+        finally:
+            if kind == "start":
+                with self._lock:
+                    self._pipeline = None
+                    self._set_state(IDLE, "")
+                self._idle.set()
 
     def _load_engines(self) -> None:
         settings = self.settings
@@ -229,19 +223,19 @@ class CaptionService:
             self._asr_key = asr_key
         tr_key = translator_key(settings)
         if tr_key != self._translator_key:
-            if self.translator is not None:
-                self.translator.close()
-                self.translator = None
+            if self.translation_engine is not None:
+                self.translation_engine.close()
+                self.translation_engine = None
             self._translator_key = None
             try:
-                self.translator = create_translator(settings, self.store, self.listener.on_status)
+                self.translation_engine = create_translator(settings, self.store, self.listener.on_status)
             except ModelError as exc:  # captions still work: run without translation, try again next start
                 logger.error("translator not loaded: %s", exc, exc_info=True)
                 self.listener.on_message("error", f"{exc} Captions run without translation.")
             else:
                 self._translator_key = tr_key
-        elif self.translator is not None:
-            self.translator.configure(*translator_knobs(settings))
+        elif self.translation_engine is not None:
+            self.translation_engine.configure(*translator_knobs(settings))
         self.listener.on_status("Models ready", 1.0)
 
     def _run_session(self, spec: str | None) -> None:
@@ -255,7 +249,7 @@ class CaptionService:
         source = open_source(spec, realtime=True, channel=settings.audio.channel)
         directory = self.history.new_session_dir()
         assert self.asr_engine is not None
-        pipeline = CaptionPipeline(settings, self.asr_engine, self.translator, self.listener, directory,
+        pipeline = CaptionPipeline(settings, self.asr_engine, self.translation_engine, self.listener, directory,
                                    realtime=True, translation_worker=self._translation_worker)
         with self._lock:
             stop_requested = self.state == STOPPING
@@ -267,5 +261,5 @@ class CaptionService:
             pipeline.stop(quick=True)
         summary = pipeline.run(source)
         self.last_session = SessionInfo(directory, summary)
-        if summary.get("no_speech") and summary.get("completed"):
-            self.listener.on_message("info", f"No speech was heard in {getattr(source, 'name', spec)}.")
+        if summary.no_speech and summary.completed:
+            self.listener.on_message("info", f"No speech was heard in {source.name}.")

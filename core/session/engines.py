@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .asr.engine import ASREngine, FasterWhisperEngine
-from .models.store import ModelStore, StatusCallback
-from .settings import Settings
-from .translate.translator import LlamaTranslator, TranslatorOptions
+from ..asr.engine import ASREngine, FasterWhisperEngine
+from ..models.store import ModelStore, StatusCallback
+from ..settings import Settings
+from ..translate.translator import LlamaTranslator, TranslatorOptions
 
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
@@ -34,15 +34,15 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
     """The speech recogniser selected in settings."""
     asr = settings.asr
     if asr.engine == "speculative":
-        from .asr.speculative.decoder import SpeculativeOptions
-        from .asr.speculative.engine import SpeculativeEngine
+        from ..asr.speculative.decoder import SpeculativeOptions
+        from ..asr.speculative.engine import SpeculativeEngine
 
         drafter = store.resolve(asr.drafter, on_status)
         verifier = store.resolve(asr.verifier, on_status)
         if on_status:
             on_status(f"Loading speech models {asr.drafter} (drafter) and {asr.verifier} (verifier)"
                       + (" and tuning them for this machine (the first time only)" if asr.calibrate else ""), None)
-        from .paths import demo_sample
+        from ..paths import demo_sample
 
         options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft,
                                      sparse_tree=asr.sparse_tree)
@@ -65,7 +65,7 @@ def create_translator(
     if on_status:
         on_status(f"Loading translation model {tr.model}", None)
     style = tr.prompt_style
-    from .models.registry import get_spec
+    from ..models.registry import get_spec
 
     spec = get_spec(tr.model)
     if style == "auto" and spec is not None and "prompt_style" in spec.extra:

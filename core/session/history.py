@@ -1,6 +1,6 @@
 """Caption history: every session's journal on disk, read back for browsing, search and export.
 
-Each caption session writes its :class:`~core.captions.journal.CaptionJournal`
+Each caption session writes its :class:`~core.session.journal.CaptionJournal`
 into its own folder under ``<data dir>/history``. The journal's
 ``captions.jsonl`` is appended line by line as captions are produced, so after
 a crash (even ``kill -9``) everything committed is there; a half-written last
@@ -9,14 +9,14 @@ line is skipped when reading. Only the unfinished (tentative) line can be lost.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SottoError
 from ..paths import data_dir
-from .subtitles import to_srt, to_vtt, write_text_atomic
+from ..captions.subtitles import to_srt, to_vtt, write_text_atomic
+from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
 
@@ -59,35 +59,28 @@ class HistorySession:
 def read_session(path: Path) -> HistorySession:
     """Read one session folder's ``captions.jsonl`` (tolerates a truncated last line)."""
     path = Path(path)
-    journal = path / "captions.jsonl"
+    journal = path / JOURNAL_FILE
     session = HistorySession(path, started=journal.stat().st_mtime if journal.exists() else 0.0)
     if not journal.exists():
         return session
     by_index: dict[int, HistoryEntry] = {}
-    with open(journal, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                session.damaged_lines += 1
-                continue
-            kind = event.get("kind")
-            if kind == "session":
-                session.started = float(event.get("started", session.started))
-                session.source = str(event.get("source", "?"))
-                session.target = event.get("target")
-            elif kind == "source":
-                for s in event.get("sentences", []):
-                    entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip())
-                    by_index[entry.index] = entry
-                    session.entries.append(entry)
-            elif kind == "translation":
-                for fr in event.get("frozen", []):
-                    entry = by_index.get(int(fr["index"]))
-                    if entry is not None:
-                        entry.translation = str(fr["text"]).strip()
+    records, session.damaged_lines = read_records(journal)
+    for event in records:
+        kind = event.get("kind")
+        if kind == SESSION:
+            session.started = float(event.get("started", session.started))
+            session.source = str(event.get("source", "?"))
+            session.target = event.get("target")
+        elif kind == TRANSCRIPT:
+            for s in event.get("sentences", []):
+                entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip())
+                by_index[entry.index] = entry
+                session.entries.append(entry)
+        elif kind == TRANSLATION:
+            for fr in event.get("frozen", []):
+                entry = by_index.get(int(fr["index"]))
+                if entry is not None:
+                    entry.translation = str(fr["text"]).strip()
     return session
 
 

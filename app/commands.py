@@ -1,0 +1,107 @@
+"""The small commands of ``sotto``: models, audio devices, settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+
+from core.errors import SottoError
+
+from .terminal import EXIT_INTERRUPTED, status_printer
+
+
+def models(args: argparse.Namespace) -> int:
+    from core.models.store import ModelStore, human_size
+
+    store = ModelStore()
+    action = args.action or "list"
+    if action == "list":
+        rows = store.list()
+        width = max(len(r.name) for r in rows)
+        print(f"{'MODEL'.ljust(width)}  {'KIND':11}  {'SIZE':>8}  STATUS")
+        for r in rows:
+            print(f"{r.name.ljust(width)}  {r.kind:11}  {human_size(r.size):>8}  {r.state_words}")
+        print(f"\nStore: {store.root}")
+        return 0
+    if action == "prepare":
+        names = store.prepare_all_bundled(status_printer(args.quiet))
+        if not args.quiet:
+            print(f"Bundled models ready in {store.root}: {', '.join(names) or 'none installed'}")
+        return 0
+    if not args.name:
+        raise SottoError(f"`sotto models {action}` needs a model name; `sotto models` lists them.")
+    if action == "get":
+        status = store.status(args.name) if not args.name.startswith("hf:") else None
+        if status is not None and status.state == "bundled":
+            store.resolve(args.name, status_printer(args.quiet))
+        elif status is None or status.state != "ready":
+            cancel = threading.Event()
+            printer = status_printer(args.quiet)
+
+            def progress(fname: str, p) -> None:
+                label = f"Downloading {fname}"
+                printer(label, p.fraction if p.fraction is not None else None)
+
+            try:
+                store.download(args.name, progress, cancel)
+            except KeyboardInterrupt:
+                cancel.set()
+                sys.stderr.write("\nDownload stopped; run the same command again to resume.\n")
+                return EXIT_INTERRUPTED
+        print(f"{args.name} is ready: {store.resolve(args.name)}")
+        return 0
+    if action == "path":
+        print(store.resolve(args.name))
+        return 0
+    if action == "verify":
+        from core.models.download import sha256_file
+
+        path = store.resolve(args.name)
+        manifest = json.loads((store.model_dir(args.name) / "manifest.json").read_text())
+        bad = [f for f, info in manifest["files"].items()
+               if sha256_file(store.model_dir(args.name) / f) != info["sha256"]]
+        if bad:
+            raise SottoError(f"The model '{args.name}' is damaged ({', '.join(bad)}); run `sotto models get {args.name}`.")
+        print(f"{args.name} verified: {path}")
+        return 0
+    if action == "remove":
+        store.remove(args.name)
+        print(f"Removed {args.name} from {store.root}.")
+        return 0
+    raise SottoError(f"Unknown models action '{action}'.")
+
+
+def devices(args: argparse.Namespace) -> int:
+    from core.audio.sources import list_input_devices
+
+    devices = list_input_devices()
+    if not devices:
+        print("No audio input devices found.")
+        return 0
+    for d in devices:
+        mark = "*" if d.is_default else " "
+        print(f"{mark} {d.index:3d}  {d.name}  ({d.channels} ch, {d.default_samplerate:.0f} Hz, {d.hostapi})")
+    print("\n* = default input. Use `sotto caption mic:NAME` or set audio.device.")
+    return 0
+
+
+def settings(args: argparse.Namespace) -> int:
+    from core.settings import load_settings, save_settings, settings_path
+
+    if args.action == "path":
+        print(settings_path())
+        return 0
+    settings = load_settings()
+    if args.action == "set":
+        if args.key is None or args.value is None:
+            raise SottoError("Use `sotto settings set SECTION.KEY VALUE`, e.g. `sotto settings set captions.mask_k 3`.")
+        settings = settings.with_value(args.key, args.value)
+        path = save_settings(settings)
+        print(f"{args.key} = {args.value} (saved to {path})")
+        return 0
+    import tomli_w
+
+    print(tomli_w.dumps(settings.to_dict()), end="")
+    return 0

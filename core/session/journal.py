@@ -1,0 +1,114 @@
+"""A session's caption files, written as captions are produced so nothing is lost.
+
+``captions.jsonl`` gets one record per update (flushed at once); ``source.srt``,
+``translation.srt`` and ``summary.json`` are rewritten atomically when a
+sentence is finished and at the end, so a crash loses at most the unfinished line.
+
+The journal owns its record schema: :meth:`CaptionJournal.transcript` and
+:meth:`CaptionJournal.translation` write the records, :func:`read_records` reads
+them back (for the history), skipping a half-written last line.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..captions.subtitles import to_srt, write_text_atomic
+from ..stream import TranscriptUpdate, TranslationUpdate
+
+JOURNAL_FILE = "captions.jsonl"
+# Record kinds: the session header, a transcript update, a translation update.
+SESSION, TRANSCRIPT, TRANSLATION = "session", "source", "translation"
+
+
+class CaptionJournal:
+    """Writes one run's caption files into a directory."""
+
+    def __init__(self, directory: Path, translate: bool, meta: dict[str, Any] | None = None) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.translate = translate
+        self._jsonl = open(self.directory / JOURNAL_FILE, "w", encoding="utf-8", buffering=1)
+        self.source_cues: list[tuple[float, float, str]] = []
+        self.translation_cues: dict[int, tuple[float, float, str]] = {}
+        self._record({"kind": SESSION, "started": round(time.time(), 3), **(meta or {})})
+
+    def _record(self, event: dict[str, Any]) -> None:
+        if self._jsonl.closed:
+            return
+        self._jsonl.write(json.dumps(event, ensure_ascii=False) + "\n")
+
+    def transcript(self, wall: float, update: TranscriptUpdate, shown: str) -> None:
+        """Journal a transcript update (``shown``: the partial line as displayed); finished
+        sentences also go into ``source.srt``."""
+        for s in update.sentences:
+            self.source_cues.append((s.start, s.end, s.text))
+        if update.sentences:
+            write_text_atomic(self.directory / "source.srt", to_srt(self.source_cues))
+        self._record({
+            "kind": TRANSCRIPT,
+            "wall": round(wall, 3),
+            "audio_time": round(update.audio_time, 3),
+            "sentences": [asdict(s) for s in update.sentences],
+            "committed": update.committed,
+            "tentative": update.tentative,
+            "shown": shown,
+            "final": update.final,
+            "asr_s": round(update.timings.asr, 4),
+        })
+
+    def translation(self, wall: float, update: TranslationUpdate, shown: str) -> None:
+        """Journal a translation update (``shown``: the partial translation as displayed); frozen
+        translations also go into ``translation.srt``."""
+        for f in update.frozen:
+            s = f.sentence
+            self.translation_cues[s.index] = (s.start, s.end, f.text)
+        if update.frozen:
+            self._write_translation()
+        self._record({
+            "kind": TRANSLATION,
+            "wall": round(wall, 3),
+            "audio_time": round(update.audio_time, 3),
+            "frozen": [{"index": f.sentence.index, "source": f.sentence.text, "text": f.text} for f in update.frozen],
+            "partial_source": update.partial_source,
+            "partial_translation": update.partial_translation,
+            "shown": shown,
+            "translate_s": round(update.seconds, 4),
+        })
+
+    def _write_translation(self) -> None:
+        if self.translate:
+            cues = [self.translation_cues[i] for i in sorted(self.translation_cues)]
+            write_text_atomic(self.directory / "translation.srt", to_srt(cues))
+
+    def close(self, summary: dict[str, Any]) -> None:
+        """Write the final files and ``summary.json``."""
+        write_text_atomic(self.directory / "source.srt", to_srt(self.source_cues))
+        self._write_translation()
+        write_text_atomic(self.directory / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        self._jsonl.close()
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The records of a journal file, and how many lines could not be read (a crash
+    mid-write leaves at most one)."""
+    records: list[dict[str, Any]] = []
+    damaged = 0
+    for line in _lines(path):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            damaged += 1
+    return records, damaged
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                yield line

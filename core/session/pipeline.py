@@ -1,0 +1,329 @@
+"""The caption loop: read audio, route updates from the recogniser to the translator
+and the screen, stop on request. Nothing else lives here: the journal writes the
+files (:mod:`.journal`), :class:`~.summary.RunStats` keeps the statistics, the
+caption policy decides what is shown.
+
+:class:`CaptionPipeline` runs on the caller's thread (the ASR loop) plus the
+translation worker's thread. In real-time mode each read takes *all* audio that
+arrived since the last one (never a backlog), and the translation worker drops
+stale partials. In fast mode (a file as fast as possible) every step runs in
+order, so results are reproducible. Displays plug in through :class:`PipelineListener`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .. import __version__, logger
+from ..asr.engine import ASREngine
+from ..asr.streaming import StreamingOptions, StreamingTranscriber
+from ..audio.sources import AudioSource
+from ..captions.policy import CaptionPolicy
+from ..errors import SottoError
+from ..settings import Settings
+from ..stream import CaptionView, FrozenTranslation, Progress, TranscriptUpdate, TranslationUpdate
+from ..translate.streaming import StreamingTranslator
+from ..translate.translator import LlamaTranslator
+from ..translate.worker import InlineTranslation, TranslationWorker
+from .engines import translator_knobs
+from .journal import CaptionJournal
+from .summary import ASRInfo, RunStats, RunSummary, TranslationInfo
+
+
+class PipelineListener(Protocol):
+    """Receives what a display shows; called from pipeline threads."""
+
+    def on_view(self, view: CaptionView) -> None: ...
+
+    def on_progress(self, progress: Progress) -> None: ...
+
+    def on_message(self, level: str, text: str) -> None: ...
+
+
+class NullListener:
+    """A listener that shows nothing."""
+
+    def on_view(self, view: CaptionView) -> None:
+        """Ignore."""
+
+    def on_progress(self, progress: Progress) -> None:
+        """Ignore."""
+
+    def on_message(self, level: str, text: str) -> None:
+        """Ignore."""
+
+
+def _translation_mask_k(settings: Settings) -> int | None:
+    """The policy's on-screen mask for the translation: none when mask-k is applied in the draft."""
+    return 0 if settings.captions.mask_mode == "draft" else None
+
+
+def streaming_options(settings: Settings) -> StreamingOptions:
+    """The streaming transcriber's options from settings."""
+    asr = settings.asr
+    return StreamingOptions(language=asr.language, min_chunk_s=asr.min_chunk_s, buffer_trim_s=asr.buffer_trim_s,
+                            use_vad=asr.vad, vad_threshold=asr.vad_threshold,
+                            vad_min_silence_s=asr.vad_min_silence_s, utterance_end_s=asr.utterance_end_s)
+
+
+class CaptionPipeline:
+    """Runs one source through the engines it is given and journals the captions."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        asr_engine: ASREngine,
+        translation_engine: LlamaTranslator | None = None,
+        listener: PipelineListener | None = None,
+        out_dir: Path | None = None,
+        realtime: bool = False,
+        translation_worker: TranslationWorker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.asr_engine = asr_engine
+        self.translation_engine = translation_engine
+        self.listener = listener or NullListener()
+        self.out_dir = out_dir
+        self.realtime = realtime
+        target = settings.translation.target if translation_engine is not None else None
+        # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
+        self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target,
+                                    translation_mask_k=_translation_mask_k(settings))
+        self.stats = RunStats(realtime)
+        self._lock = threading.Lock()  # guards policy, journal, stats and listener calls
+        self._stop = threading.Event()
+        self._quick_stop = False
+        self._paused = threading.Event()
+        self._shared_worker = translation_worker  # outlives this run (the service's)
+        self._source: AudioSource | None = None
+        self._t0 = 0.0
+        self._errors: list[str] = []
+        self._translation_failed = False
+        self.journal: CaptionJournal | None = None
+        self._translation: TranslationWorker | InlineTranslation | None = None
+        self._streaming_translator: StreamingTranslator | None = None
+        self.transcriber: StreamingTranscriber | None = None
+
+    # -- control (any thread) ------------------------------------------------------------------
+    def stop(self, quick: bool = False) -> None:
+        """Ask a running :meth:`run` to finish (thread-safe; captions so far are kept).
+
+        A normal stop decodes the audio still buffered and translates everything
+        queued. A ``quick`` stop (the app's Stop button) commits the unfinished line
+        as it was last recognised, without another decode, gives it the translation
+        last shown for it, and interrupts the translator, so :meth:`run` returns
+        within about one model call.
+        """
+        self._quick_stop = quick
+        self._stop.set()
+        if quick:
+            source, transcriber = self._source, self.transcriber
+            if transcriber is not None:
+                transcriber.abort()  # a decode waiting for the CPU is skipped
+            self.asr_engine.interrupt()  # a threaded engine stops waiting for a decode in progress
+            if self.translation_engine is not None:
+                self.translation_engine.interrupt()  # frees the CPU within one model call
+            if source is not None:
+                source.interrupt()  # wakes a blocked read at once; the run loop closes the source
+
+    def pause(self, paused: bool) -> None:
+        """Pause or resume (thread-safe). Pausing commits the unfinished line; audio
+        heard while paused is not captioned, but the clock keeps running."""
+        if paused:
+            self._paused.set()
+        else:
+            self._paused.clear()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused."""
+        return self._paused.is_set()
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
+        with self._lock:
+            self.policy.mask_k = settings.captions.mask_k
+            self.policy.translation_mask_k = _translation_mask_k(settings)
+            self.settings = settings
+        if self.translation_engine is not None:
+            self.translation_engine.configure(*translator_knobs(settings))
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self, source: AudioSource) -> RunSummary:
+        """Caption ``source`` to the end (or until :meth:`stop`); returns the summary."""
+        self.transcriber = StreamingTranscriber(self.asr_engine, streaming_options(self.settings))
+        if self.out_dir is not None:
+            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header(source))
+        self._translation = self._open_translation()
+        cpu0 = time.process_time()
+        self._t0 = time.monotonic()
+        interrupted: BaseException | None = None
+        self._source = source
+        try:
+            source.start()
+            self._read_loop(source)
+            if self._quick_stop:
+                self._finish_quickly()
+            else:
+                self._on_transcript(self.transcriber.finish())
+        except BaseException as exc:  # KeyboardInterrupt or an error: keep what was produced
+            interrupted = exc
+            raise
+        finally:
+            source.stop()
+            self._close_translation(cancel=self._quick_stop or interrupted is not None)
+            with self._lock:
+                self.policy.finish()
+            summary = self._summary(source, time.process_time() - cpu0, interrupted)
+            if self.journal is not None:
+                self.journal.close(summary.to_dict())
+        return summary
+
+    def _read_loop(self, source: AudioSource) -> None:
+        assert self.transcriber is not None
+        was_paused = False
+        while not self._stop.is_set():
+            chunk = source.read(self.settings.asr.min_chunk_s, timeout=0.5)
+            if chunk is None:
+                return
+            if chunk.size == 0:
+                continue
+            paused = self._paused.is_set()
+            if paused and not was_paused:
+                self._on_transcript(self.transcriber.finish(decode=False))
+            was_paused = paused
+            if paused:  # silence keeps the clock in step with the audio; VAD drops it cheaply
+                chunk = np.zeros_like(chunk)
+            for update in self.transcriber.push(chunk):
+                self._on_transcript(update)
+            self._progress(source)
+
+    def _finish_quickly(self) -> None:
+        """Commit the unfinished line as last recognised and give it the translation last shown."""
+        assert self.transcriber is not None
+        st = self._streaming_translator
+        last_source, last_translation = (st.last_partial if st is not None else ("", ""))
+        update = self.transcriber.finish(decode=False)
+        self._on_transcript(update, translate=False)
+        if st is None or self._translation_failed:
+            return
+        left = self._translation.finish(cancel=True) if self._translation is not None else []
+        frozen = [FrozenTranslation(s, last_translation) for s in (*left, *update.sentences)
+                  if last_translation and s.text.strip() == last_source.strip()]
+        if frozen:
+            self._on_translation(TranslationUpdate(frozen[-1:], "", "", update.audio_time))
+
+    def _progress(self, source: AudioSource) -> None:
+        assert self.transcriber is not None
+        wall = time.monotonic() - self._t0
+        lag = self.stats.on_read(wall, self.transcriber.audio_time)
+        self.listener.on_progress(
+            Progress(self.transcriber.audio_time, source.duration, wall, lag, self.transcriber.window.seconds))
+
+    # -- translation routing -----------------------------------------------------------------
+    def _open_translation(self) -> TranslationWorker | InlineTranslation | None:
+        """Where transcript updates go to be translated: the service's long-lived worker, a worker
+        of this run's own (real time), or straight through on this thread (fast mode)."""
+        if self.translation_engine is None:
+            return None
+        self.translation_engine.clear_interrupt()
+        self._streaming_translator = StreamingTranslator(self.translation_engine)
+        route = self._shared_worker or (TranslationWorker() if self.realtime else InlineTranslation())
+        route.begin(self._streaming_translator, self._on_translation, self._on_translate_error)
+        return route
+
+    def _close_translation(self, cancel: bool) -> None:
+        route = self._translation
+        if route is None:
+            return
+        if route is self._shared_worker:
+            route.finish(cancel=cancel)
+        else:
+            route.close()
+
+    # -- updates --------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _on_transcript(self, update: TranscriptUpdate, translate: bool = True) -> None:
+        now = self._now()
+        with self._lock:
+            self.stats.on_transcript(now, update)
+            view = self.policy.on_transcript(update)
+            if self.journal is not None:
+                self.journal.transcript(now, update, view.shown_partial)
+            self.listener.on_view(view)
+        if translate and self._translation is not None and not self._translation_failed:
+            self._translation.submit(update)
+
+    def _on_translation(self, update: TranslationUpdate) -> None:
+        now = self._now()
+        with self._lock:
+            self.stats.on_translation(now, update)
+            view = self.policy.on_translation(update)
+            if self.journal is not None:
+                self.journal.translation(now, update, view.shown_translation)
+            self.listener.on_view(view)
+
+    def _on_translate_error(self, exc: SottoError) -> None:
+        message = f"{exc} Captions continue without translation."
+        self._errors.append(message)
+        logger.error("translation disabled: %s", exc)
+        self._translation_failed = True
+        self.listener.on_message("error", message)
+
+    # -- summary -----------------------------------------------------------------------------
+    def _journal_header(self, source: AudioSource) -> dict:
+        translating = self.translation_engine is not None
+        return {
+            "source": source.name,
+            "language": self.settings.asr.language,
+            "target": self.settings.translation.target if translating else None,
+            "asr_model": self.settings.asr.model,
+            "translation_model": self.settings.translation.model if translating else None,
+        }
+
+    def _summary(self, source: AudioSource, cpu: float, interrupted: BaseException | None) -> RunSummary:
+        wall = self._now()
+        tr = self.transcriber
+        audio = tr.audio_time if tr else 0.0
+        asr = self.settings.asr
+        translation = None
+        st = self._streaming_translator
+        if self.translation_engine is not None and st is not None:
+            translation = TranslationInfo(
+                engine=self.translation_engine.name, model=self.settings.translation.model,
+                target=self.settings.translation.target, calls=st.calls, draft_tokens=st.draft_tokens,
+                accepted_tokens=st.accepted_tokens, output_tokens=st.output_tokens,
+                dropped_partials=self._translation.dropped_partials if self._translation is not None else 0)
+        return RunSummary(
+            sotto_version=__version__,
+            source=source.name,
+            mode="realtime" if self.realtime else "fast",
+            audio_seconds=round(audio, 3),
+            wall_seconds=round(wall, 3),
+            real_time_factor=round(wall / audio, 4) if audio else None,
+            cpu_seconds=round(cpu, 3),
+            cpu_seconds_per_audio_second=round(cpu / audio, 4) if audio else None,
+            stage_seconds=self.stats.stage_seconds(),
+            sentences=len(self.policy.lines),
+            no_speech=not self.policy.lines,
+            asr=ASRInfo(
+                engine=self.asr_engine.name,
+                model=asr.model if asr.engine == "faster-whisper" else f"{asr.drafter}->{asr.verifier}",
+                decodes=tr.decodes if tr else 0,
+                max_window_seconds=round(tr.max_window_seconds, 3) if tr else 0.0),
+            translation=translation,
+            normalized_erasure=self.policy.metrics(),
+            mask_k=self.settings.captions.mask_k,
+            mask_mode=self.settings.captions.mask_mode,
+            overflows=source.overflows,
+            errors=list(self._errors),
+            completed=interrupted is None and not self._stop.is_set(),
+            latency_seconds=self.stats.latencies(),
+        )

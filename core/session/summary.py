@@ -1,0 +1,150 @@
+"""What a caption run cost and how it went: latency statistics and the typed run summary.
+
+:class:`RunStats` collects while a run goes (stage times, lag, speech→screen
+latencies); :class:`RunSummary` is the result, written to ``summary.json`` with
+:meth:`RunSummary.to_dict` (like faster-whisper's ``TranscriptionInfo``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..stream import StageTimings, TranscriptUpdate, TranslationUpdate
+
+
+@dataclass
+class LatencyStats:
+    """Mean, median, 90th percentile and maximum of a list of latencies (seconds)."""
+
+    mean: float
+    p50: float
+    p90: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> "LatencyStats | None":
+        """The statistics of ``values`` (None when there are none)."""
+        if not values:
+            return None
+        ordered = sorted(values)
+        return cls(
+            mean=round(sum(ordered) / len(ordered), 3),
+            p50=round(ordered[len(ordered) // 2], 3),
+            p90=round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))], 3),
+            max=round(ordered[-1], 3),
+            count=len(ordered),
+        )
+
+
+@dataclass
+class Latencies:
+    """Real-time runs: how far the screen was behind the speech."""
+
+    lag: LatencyStats | None  # wall clock minus audio clock, at every read
+    sentence_on_screen: LatencyStats | None  # end of a sentence's speech → committed on screen
+    translation_on_screen: LatencyStats | None  # end of a sentence's speech → its final translation on screen
+
+
+@dataclass
+class ASRInfo:
+    """The speech engine of a run and what it did."""
+
+    engine: str
+    model: str
+    decodes: int
+    max_window_seconds: float
+
+
+@dataclass
+class TranslationInfo:
+    """The translation engine of a run and what it did."""
+
+    engine: str
+    model: str
+    target: str
+    calls: int
+    draft_tokens: int
+    accepted_tokens: int
+    output_tokens: int
+    dropped_partials: int
+
+
+@dataclass
+class RunSummary:
+    """The result of one caption run (``summary.json``)."""
+
+    sotto_version: str
+    source: str
+    mode: str  # realtime | fast
+    audio_seconds: float
+    wall_seconds: float
+    real_time_factor: float | None
+    cpu_seconds: float
+    cpu_seconds_per_audio_second: float | None
+    stage_seconds: dict[str, float]
+    sentences: int
+    no_speech: bool
+    asr: ASRInfo
+    translation: TranslationInfo | None
+    normalized_erasure: dict[str, float]
+    mask_k: int
+    mask_mode: str
+    overflows: int
+    errors: list[str]
+    completed: bool
+    machine: dict[str, Any] = field(default_factory=lambda: {
+        "cpu_count": os.cpu_count(), "platform": platform.platform(), "processor": platform.machine()})
+    latency_seconds: Latencies | None = None  # real time only
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as JSON-ready data (``latency_seconds`` only for real-time runs)."""
+        out = asdict(self)
+        if self.latency_seconds is None:
+            del out["latency_seconds"]
+        return out
+
+
+class RunStats:
+    """Collects a run's stage times and latencies as updates reach the screen."""
+
+    def __init__(self, realtime: bool) -> None:
+        self.realtime = realtime
+        self.timings = StageTimings()
+        self._lag: list[float] = []
+        self._sentence: list[float] = []
+        self._translation: list[float] = []
+
+    def on_read(self, wall: float, audio_time: float) -> float | None:
+        """After each read: the lag (real time only)."""
+        if not self.realtime:
+            return None
+        lag = wall - audio_time
+        self._lag.append(lag)
+        return lag
+
+    def on_transcript(self, wall: float, update: TranscriptUpdate) -> None:
+        """A transcript update reached the screen at ``wall``."""
+        self.timings.add(update.timings)
+        if self.realtime:
+            self._sentence += [wall - s.end for s in update.sentences]
+
+    def on_translation(self, wall: float, update: TranslationUpdate) -> None:
+        """A translation update reached the screen at ``wall``."""
+        self.timings.translate += update.seconds
+        if self.realtime:
+            self._translation += [wall - f.sentence.end for f in update.frozen]
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds per stage, rounded for the summary."""
+        return {k: round(v, 3) for k, v in asdict(self.timings).items()}
+
+    def latencies(self) -> Latencies | None:
+        """The latency statistics (None unless real time)."""
+        if not self.realtime:
+            return None
+        return Latencies(LatencyStats.of(self._lag), LatencyStats.of(self._sentence),
+                         LatencyStats.of(self._translation))

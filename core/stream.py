@@ -1,0 +1,149 @@
+"""The data that flows between the stages, each concept with one name.
+
+audio → :class:`TranscriptUpdate` (speech recognition) → :class:`TranslationUpdate`
+(translation) → :class:`CaptionView` (what a display paints), with
+:class:`Progress` beside them. The words used throughout:
+
+- a **sentence** is finished: committed by the recogniser, never changed again;
+- the **partial** line is the sentence still being spoken; its **committed** start
+  never changes, its **tentative** rest may;
+- **shown** means after display-only mask-k (what the screen has), everything else
+  is the model's output.
+
+Nothing here imports another part of Sotto but :mod:`core.text`, so every stage can depend on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .text import join_parts
+
+
+@dataclass(frozen=True)
+class Word:
+    """A recognised word with absolute audio times (seconds since stream start).
+
+    ``text`` keeps Whisper's leading space, so words join by concatenation.
+    """
+
+    start: float
+    end: float
+    text: str
+    probability: float = 1.0
+
+    def shifted(self, offset: float) -> "Word":
+        """The same word moved by ``offset`` seconds."""
+        return Word(self.start + offset, self.end + offset, self.text, self.probability)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A committed, finished sentence: what the translator freezes and the SRT lists."""
+
+    index: int
+    text: str
+    start: float
+    end: float
+
+
+@dataclass
+class StageTimings:
+    """Seconds spent per stage for one update (summed over the stream in summaries)."""
+
+    vad: float = 0.0
+    asr: float = 0.0
+    translate: float = 0.0
+
+    def add(self, other: "StageTimings") -> None:
+        """Accumulate another update's timings."""
+        self.vad += other.vad
+        self.asr += other.asr
+        self.translate += other.translate
+
+
+@dataclass
+class TranscriptUpdate:
+    """One streaming update of the transcript.
+
+    ``sentences`` are the sentences finished by this update (never repeated);
+    ``committed`` is the committed start of the partial sentence and
+    ``tentative`` the unconfirmed rest of the hypothesis.
+    """
+
+    sentences: list[Sentence]
+    committed: str
+    tentative: str
+    audio_time: float
+    window_seconds: float
+    timings: StageTimings = field(default_factory=StageTimings)
+    final: bool = False
+
+    @property
+    def partial(self) -> str:
+        """The partial sentence as recognised so far (committed + tentative)."""
+        return (self.committed + self.tentative).strip()
+
+
+@dataclass
+class FrozenTranslation:
+    """The final translation of a finished sentence."""
+
+    sentence: Sentence
+    text: str
+
+
+@dataclass
+class TranslationUpdate:
+    """Finished sentences translated by this update, and the partial sentence's translation.
+
+    ``partial_source`` is the partial sentence exactly as it was translated (unmasked).
+    """
+
+    frozen: list[FrozenTranslation]
+    partial_source: str
+    partial_translation: str
+    audio_time: float
+    seconds: float = 0.0
+
+
+@dataclass
+class CaptionLine:
+    """One finished sentence and its translation (None until it arrives)."""
+
+    sentence: Sentence
+    translation: str | None = None
+    provisional: str | None = None  # the partial translation last shown for it, until the final one arrives
+
+
+@dataclass
+class CaptionView:
+    """Everything a display needs for one frame."""
+
+    lines: list[CaptionLine]
+    committed: str  # committed start of the partial sentence (always shown whole)
+    shown_tentative: str  # the part of its tentative words left after mask-k
+    shown_translation: str  # the part of its translation left after mask-k
+    hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
+    audio_time: float = 0.0
+
+    @property
+    def shown_partial(self) -> str:
+        """The partial source line as shown."""
+        return join_parts(self.committed, self.shown_tentative)
+
+
+@dataclass
+class Progress:
+    """Where a run stands: audio done, speed and lag."""
+
+    audio_time: float
+    duration: float | None
+    wall: float
+    lag: float | None  # real time only: seconds between speech and screen for the newest audio
+    window_seconds: float
+
+    @property
+    def rtf(self) -> float:
+        """Wall seconds per audio second so far."""
+        return self.wall / self.audio_time if self.audio_time > 0 else 0.0
