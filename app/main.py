@@ -1,4 +1,4 @@
-"""Starting the desktop app, checking for a display, and offscreen screenshots."""
+"""Starting the desktop app: checking for a display, the event loop, the Linux launcher."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def run_app(argv: list[str] | None = None) -> int:
     """Open the control window, tray icon and caption overlay; returns when the user quits."""
     from PySide6.QtWidgets import QApplication
 
-    from .controller import AppController
+    from .controllers.app import AppController
 
     app = QApplication.instance() or QApplication(list(argv or sys.argv[:1]))
     app.setApplicationName("Sotto")
@@ -92,103 +92,3 @@ def install_desktop_entry() -> Path:
     except OSError as exc:
         raise SottoError(f"Could not write the launcher {path} ({exc.strerror or exc}).") from exc
     return path
-
-
-def default_recording() -> Path:
-    """The shared recording used for screenshots (a reading with several sentences)."""
-    shared = project_root().parent / "shared" / "data" / "asr" / "librivox_shakespeare_sonnet001.wav"
-    return shared if shared.exists() else assets_dir() / "jfk.flac"
-
-
-def _rich(view) -> bool:
-    """A frame worth showing: finished lines, an unfinished line with unconfirmed words, a partial translation."""
-    return bool(view.lines and view.partial_committed and view.partial_tentative and view.partial_translation)
-
-
-def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> list[Path]:
-    """Render the overlay (real captions of ``recording``) and the settings panel to PNG, offscreen.
-
-    Runs the real pipeline with the default settings and bundled models and
-    shows the first frame that has finished lines, an unfinished line with
-    unconfirmed words and its partial translation, as a user would see it.
-    """
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
-    from PySide6.QtWidgets import QApplication
-
-    from core.audio.sources import FileSource
-    from core.engines import create_asr_engine, create_translator
-    from core.models.store import ModelStore
-    from core.pipeline import CaptionPipeline
-    from core.settings import Settings
-
-    from .overlay import CaptionOverlay
-    from .settings_panel import SettingsPanel
-
-    app = QApplication.instance() or QApplication([])
-    recording = Path(recording or default_recording())
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SottoError(f"Could not create {out_dir} ({exc.strerror or exc}).") from exc
-    settings = Settings()  # the defaults, not the user's settings: screenshots are reproducible
-    store = ModelStore()
-    asr = create_asr_engine(settings, store, on_status)
-    translator = create_translator(settings, store, on_status)
-    views = []
-
-    class Collect:
-        def on_view(self, view):
-            views.append(view)
-            if _rich(view) and len(view.partial_committed.split()) >= 4:
-                pipeline.stop()
-
-        def on_progress(self, progress):
-            pass
-
-        def on_message(self, level, text):
-            logger.info("screenshot pipeline: %s", text)
-
-    pipeline = CaptionPipeline(settings, asr, translator, Collect(), realtime=False)
-    if on_status:
-        on_status(f"Captioning {recording.name}", None)
-    try:
-        pipeline.run(FileSource(recording))
-    finally:
-        if translator is not None:
-            translator.close()
-    rich = [v for v in views if _rich(v)]
-    view = max(rich, key=lambda v: len(v.partial_source)) if rich else (views[-1] if views else None)
-    if view is None:
-        raise SottoError(f"No speech was recognised in {recording}; choose another recording.")
-
-    overlay = CaptionOverlay(settings.overlay, settings.asr.language, settings.translation.target)
-    overlay.resize(settings.overlay.width, overlay.content_height())
-    overlay.show_view(view)
-    overlay.show()
-    app.processEvents()
-    caption = overlay.grab()
-    margin = 40
-    canvas = QPixmap(caption.width() + 2 * margin, caption.height() + 2 * margin)
-    painter = QPainter(canvas)
-    gradient = QLinearGradient(0, 0, canvas.width(), canvas.height())  # stands in for the desktop behind
-    gradient.setColorAt(0, QColor("#3a6073"))
-    gradient.setColorAt(1, QColor("#16222a"))
-    painter.fillRect(canvas.rect(), gradient)
-    painter.drawPixmap(QPoint(margin, margin), caption)
-    painter.end()
-    overlay_png = out_dir / "overlay.png"
-    if not canvas.save(str(overlay_png)):
-        raise SottoError(f"Could not write {overlay_png}.")
-    overlay.close()
-
-    panel = SettingsPanel(settings, store.list(), [("", "System default")], cuda_available=False)
-    panel.show()
-    app.processEvents()
-    settings_png = out_dir / "settings.png"
-    if not panel.grab().save(str(settings_png)):
-        raise SottoError(f"Could not write {settings_png}.")
-    panel.close()
-    return [overlay_png, settings_png]

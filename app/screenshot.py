@@ -38,8 +38,8 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
     from core.session import CaptionPipeline, create_asr_engine, create_translator
     from core.settings import Settings
 
-    from .overlay import CaptionOverlay
-    from .settings_panel import SettingsPanel
+    from .views.overlay import CaptionOverlay
+    from .views.settings_panel import SettingsPanel
 
     app = QApplication.instance() or QApplication([])
     recording = Path(recording or default_recording())

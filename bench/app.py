@@ -47,7 +47,7 @@ def run(quick: bool, stops: int) -> dict:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.controller import AppController
+    from app.controllers.app import AppController
 
     app = QApplication.instance() or QApplication([])
     controller = AppController(show_windows=False)
@@ -63,7 +63,7 @@ def run(quick: bool, stops: int) -> dict:
     timer = QTimer()
     timer.setInterval(10)
     timer.timeout.connect(tick)
-    _wait(app, lambda: controller.service.translator is not None, 120)
+    _wait(app, lambda: controller.service.translation_engine is not None, 120)
     rows = []
     for clip in CLIPS[:2] if quick else CLIPS:
         path = SHARED / "asr" / clip
@@ -76,7 +76,7 @@ def run(quick: bool, stops: int) -> dict:
         _wait(app, lambda: controller.service.state == "idle", 600)
         timer.stop()
         app.processEvents()
-        summary = controller.service.last_session.summary
+        summary = controller.service.last_session.summary.to_dict()
         painted = controller.overlay.displayed_ne()
         ne = summary["normalized_erasure"]
         rows.append({

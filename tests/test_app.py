@@ -34,7 +34,7 @@ def app_dirs(tmp_path: Path, monkeypatch) -> Path:
 
 @pytest.fixture()
 def controller(qtbot, app_dirs):
-    from app.controller import AppController
+    from app.controllers.app import AppController
 
     c = AppController(show_windows=False)
     yield c
@@ -43,7 +43,7 @@ def controller(qtbot, app_dirs):
 
 def _wait_models(qtbot, controller) -> None:
     qtbot.waitUntil(lambda: controller.service.asr_engine is not None and
-                    (controller.service.translator is not None or controller.settings.translation.target == "none"),
+                    (controller.service.translation_engine is not None or controller.settings.translation.target == "none"),
                     timeout=120_000)
 
 
@@ -52,8 +52,8 @@ def _sotto_threads() -> list[str]:
 
 
 def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtbot, controller, shared):
-    from app.layout import COMMITTED, line_text, wrap_paragraph
-    from core.captions.history import read_session
+    from app.views.layout import COMMITTED, line_text, wrap_paragraph
+    from core.session.history import read_session
 
     views = []
     controller.bridge.view_changed.connect(views.append)
@@ -82,20 +82,20 @@ def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtb
     width = overlay.width() - 28
     checked = 0
     for before, after in zip(views, views[1:]):
-        if len(after.lines) != len(before.lines) or not before.partial_committed:
+        if len(after.lines) != len(before.lines) or not before.committed:
             continue
-        old = wrap_paragraph([(before.partial_committed, COMMITTED)], width, overlay._measure)
-        new = wrap_paragraph([(after.partial_committed, COMMITTED), (after.partial_tentative, "tentative")],
+        old = wrap_paragraph([(before.committed, COMMITTED)], width, overlay._measure)
+        new = wrap_paragraph([(after.committed, COMMITTED), (after.shown_tentative, "tentative")],
                              width, overlay._measure)
-        assert after.partial_committed.strip().startswith(before.partial_committed.strip())
+        assert after.committed.strip().startswith(before.committed.strip())
         assert [line_text(x) for x in old[:-1]] == [line_text(x) for x in new[: len(old) - 1]]
         checked += 1
     assert checked >= 1 and len(views) >= 3
 
 
 def test_committed_lines_keep_their_wrapping_as_text_grows(qtbot):
-    from app.layout import COMMITTED, TENTATIVE, line_text, wrap_paragraph
-    from app.overlay import CaptionOverlay
+    from app.views.layout import COMMITTED, TENTATIVE, line_text, wrap_paragraph
+    from app.views.overlay import CaptionOverlay
     from core.settings import OverlaySettings
 
     overlay = CaptionOverlay(OverlaySettings())
@@ -123,7 +123,7 @@ def test_beta_change_in_settings_reaches_the_translator(qtbot, controller):
     from core.settings import load_settings
 
     _wait_models(qtbot, controller)
-    translator = controller.service.translator
+    translator = controller.service.translation_engine
     panel = controller.show_settings()
     qtbot.waitExposed(panel)
     panel.tabs.setCurrentIndex(0)
@@ -171,13 +171,13 @@ def test_click_through_and_stay_on_top_flags_are_set_and_cleared(qtbot, controll
 
 
 def test_overlay_geometry_and_style_are_remembered(qtbot, app_dirs):
-    from app.controller import AppController
+    from app.controllers.app import AppController
     from core.settings import load_settings
 
     c = AppController(show_windows=False)
     try:
         c.overlay.setGeometry(123, 77, 640, 150)
-        c._save_geometry()
+        c.overlay_controller.save_geometry()
         assert c.apply_setting("overlay.font_size", 30)
         assert c.apply_setting("overlay.lines", 3)
     finally:
@@ -215,12 +215,27 @@ def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs
     assert controller.settings.captions.mask_k == 5 and controller.settings.translation.beta == 0.2
 
 
+def test_a_session_that_fails_keeps_its_error_on_the_overlay(qtbot, controller, app_dirs):
+    """A recording that disappeared: the error stays on the overlay after the session ends,
+    until captions start again."""
+    gone = app_dirs / "talk.wav"
+    gone.write_bytes(b"")
+    assert controller.apply_setting("audio.source", str(gone))
+    gone.unlink()
+    controller.toggle_start()
+    qtbot.waitUntil(lambda: controller.service.state == "idle" and "does not exist" in controller.overlay.placeholder,
+                    timeout=120_000)
+    qtbot.wait(200)  # the idle state arrives after the error: it must not replace it
+    assert "does not exist" in controller.overlay.placeholder
+    assert "does not exist" in controller.window.message.text()
+
+
 def test_stop_is_quick_and_leaves_no_threads(qtbot, controller, shared):
     views = []
     controller.bridge.view_changed.connect(views.append)
     controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
     controller.toggle_start()
-    qtbot.waitUntil(lambda: any(v.partial_source or v.lines for v in views), timeout=120_000)
+    qtbot.waitUntil(lambda: any(v.shown_partial or v.lines for v in views), timeout=120_000)
     t0 = time.monotonic()
     controller.toggle_start()  # Stop
     qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
@@ -229,7 +244,7 @@ def test_stop_is_quick_and_leaves_no_threads(qtbot, controller, shared):
     shown = views[-1]
     assert shown.lines, "the unfinished line was committed at stop"
     session = controller.service.last_session
-    assert session is not None and session.summary["completed"] is False
+    assert session is not None and session.summary.completed is False
     controller.shutdown()
     assert controller.service.threads_alive == []
     assert _sotto_threads() == []
@@ -240,21 +255,21 @@ def test_pause_commits_the_line_and_resume_continues(qtbot, controller, shared):
     controller.bridge.view_changed.connect(views.append)
     controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
     controller.toggle_start()
-    qtbot.waitUntil(lambda: any(v.partial_source for v in views), timeout=120_000)
+    qtbot.waitUntil(lambda: any(v.shown_partial for v in views), timeout=120_000)
     controller.window.pause.click()
     qtbot.waitUntil(lambda: controller.service.state == "paused", timeout=5_000)
-    qtbot.waitUntil(lambda: bool(views and not views[-1].partial_source and views[-1].lines), timeout=30_000)
+    qtbot.waitUntil(lambda: bool(views and not views[-1].shown_partial and views[-1].lines), timeout=30_000)
     committed = len(views[-1].lines)
     controller.window.pause.click()  # resume
     qtbot.waitUntil(lambda: controller.service.state == "running", timeout=5_000)
-    qtbot.waitUntil(lambda: len(views[-1].lines) > committed or bool(views[-1].partial_source), timeout=60_000)
+    qtbot.waitUntil(lambda: len(views[-1].lines) > committed or bool(views[-1].shown_partial), timeout=60_000)
     controller.toggle_start()
     qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
 
 
 _CRASH_SCRIPT = textwrap.dedent("""
     import sys
-    from core.service import CaptionService
+    from core.session.service import CaptionService
     from core.settings import Settings
 
     class Listener:
@@ -295,7 +310,7 @@ def _parse_vtt(text: str) -> list[tuple[str, str, str]]:
 
 
 def test_history_survives_a_crash_and_exports_parse(qtbot, controller, app_dirs, shared):
-    from core.captions.history import CaptionHistory, read_session
+    from core.session.history import CaptionHistory, read_session
 
     env = {**os.environ, "SOTTO_DATA_DIR": str(app_dirs / "data"), "PYTHONPATH": str(ROOT)}
     recording = shared / "asr" / "librivox_shakespeare_sonnet001.wav"
@@ -355,7 +370,7 @@ def test_history_survives_a_crash_and_exports_parse(qtbot, controller, app_dirs,
 def test_screenshot_renders_real_captions(qtbot, tmp_path, shared):
     from PySide6.QtGui import QImage
 
-    from app.main import screenshot
+    from app.screenshot import screenshot
 
     overlay_png, settings_png = screenshot(tmp_path, shared / "asr" / "jfk.flac")
     image = QImage(str(overlay_png))
@@ -372,7 +387,7 @@ def test_screenshot_renders_real_captions(qtbot, tmp_path, shared):
 def test_run_without_a_display_falls_back_to_terminal_captions(shared):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     clip = shared / "asr" / "librispeech_1089-134686-0001.flac"
-    proc = subprocess.run([sys.executable, "-m", "core.cli", "run", "--source", str(clip), "--target", "none"],
+    proc = subprocess.run([sys.executable, "-m", "app", "run", "--source", str(clip), "--target", "none"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "No display was found" in proc.stderr and "terminal instead" in proc.stderr
@@ -397,7 +412,7 @@ def test_model_download_with_progress_cancel_and_resume(qtbot, app_dirs, monkeyp
 
     from test_download import _Server
 
-    from app.controller import AppController
+    from app.controllers.app import AppController
     from core.models.registry import MODELS, ModelFile, ModelSpec
 
     payload = os.urandom(1_000_000)
@@ -441,7 +456,7 @@ def test_model_download_with_progress_cancel_and_resume(qtbot, app_dirs, monkeyp
 def test_signals_from_worker_threads_keep_reference_counts(qtbot):
     """PySide6 6.12.0 on Python 3.11 lost a reference to True (or None) on every signal emit and
     crashed the app after a few thousand caption updates; the pinned Qt binding must not."""
-    from app.bridge import ServiceBridge
+    from app.controllers.bridge import ServiceBridge
 
     bridge = ServiceBridge()
     received = [0]
@@ -467,7 +482,7 @@ def test_signals_from_worker_threads_keep_reference_counts(qtbot):
 def test_the_app_quits_cleanly_on_sigterm(app_dirs):
     logs = app_dirs / "logs"
     env = {**os.environ, "SOTTO_LOG_DIR": str(logs), "QT_QPA_PLATFORM": "offscreen"}
-    proc = subprocess.Popen([sys.executable, "-m", "core.cli", "app"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "app", "app"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -490,7 +505,7 @@ def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
     """The drafter/verifier rows appear with the speculative engine; the knobs calibration
     tunes (confidence, longest draft) are editable only with calibration off; the sparse tree
     is a switch of its own."""
-    from app.settings_panel import SettingsPanel
+    from app.views.settings_panel import SettingsPanel
     from core.models import ModelStore
     from core.settings import Settings
 

@@ -1,4 +1,5 @@
-"""Model downloads for the settings panel: a thread per download, progress as Qt signals."""
+"""Model downloads for the settings panel: a thread per download, progress as Qt signals
+(plumbing for :mod:`app.controllers.settings`, not a controller)."""
 
 from __future__ import annotations
 

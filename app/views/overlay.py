@@ -1,10 +1,12 @@
-"""The floating caption overlay: frameless, translucent, always on top, draggable and resizable.
+"""The floating caption overlay (a view, layout only): frameless, translucent, always on top,
+draggable and resizable. :mod:`app.controllers.overlay` places it, shows and hides it and
+tells it what to say while there are no captions.
 
 It shows two tracks, the spoken language and the translation, each the last
 ``overlay.lines`` visual lines of its text. Committed text is solid; the
 unconfirmed tail of the unfinished line (and the partial translation) is drawn
 in the tentative colour and italic. Lines are wrapped greedily (see
-:mod:`app.layout`), so an update never reflows committed lines.
+:mod:`app.views.layout`), so an update never reflows committed lines.
 
 Everything painted is recorded (:attr:`CaptionOverlay.painted`) and fed to
 normalized-erasure meters, so the flicker users actually see can be measured.
@@ -17,7 +19,7 @@ from PySide6.QtGui import QAction, QColor, QFont, QFontMetricsF, QMouseEvent, QP
 from PySide6.QtWidgets import QMenu, QSizeGrip, QWidget
 
 from core.captions.metrics import ErasureMeter
-from core.captions.policy import CaptionView
+from core.stream import CaptionView
 from core.settings import OverlaySettings
 
 from .layout import COMMITTED, TENTATIVE, VisualLine, line_text, wrap_paragraph
@@ -125,6 +127,11 @@ class CaptionOverlay(QWidget):
         self._placeholder = text
         self.update()
 
+    @property
+    def placeholder(self) -> str:
+        """The text shown while there are no captions."""
+        return self._placeholder
+
     # -- captions ----------------------------------------------------------------------------
     def show_view(self, view: CaptionView) -> None:
         """Show a new caption frame (UI thread)."""
@@ -142,7 +149,7 @@ class CaptionOverlay(QWidget):
         if view is None:
             return []
         paragraphs = [[(line.sentence.text.strip(), COMMITTED)] for line in view.lines[-8:]]
-        partial = [(view.partial_committed.strip(), COMMITTED), (view.partial_tentative.strip(), TENTATIVE)]
+        partial = [(view.committed.strip(), COMMITTED), (view.shown_tentative.strip(), TENTATIVE)]
         if any(text for text, _ in partial):
             paragraphs.append(partial)
         return paragraphs
@@ -153,8 +160,8 @@ class CaptionOverlay(QWidget):
             return []
         paragraphs = [[((line.translation or line.provisional or "…").strip(),
                         COMMITTED if line.translation else TENTATIVE)] for line in view.lines[-8:]]
-        if view.partial_translation.strip():
-            paragraphs.append([(view.partial_translation.strip(), TENTATIVE)])
+        if view.shown_translation.strip():
+            paragraphs.append([(view.shown_translation.strip(), TENTATIVE)])
         return paragraphs
 
     def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float) -> list[VisualLine]:

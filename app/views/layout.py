@@ -1,7 +1,8 @@
-"""Caption layout for the overlay: greedy line wrapping that never reflows committed text.
+"""Caption layout for the overlay (part of its view): greedy line wrapping that never reflows
+committed text.
 
 Text is broken into visual lines greedily, word by word (character by
-character for Chinese and Japanese), so where a paragraph's first words wrap
+character for Chinese, Japanese and Korean), so where a paragraph's first words wrap
 depends on those words only: appending or changing the words after them never
 moves them. Committed text is always a prefix of its paragraph, hence an
 update never reflows committed lines; the overlay only scrolls when a track is
@@ -14,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-COMMITTED, TENTATIVE = "committed", "tentative"
+from core.text import CJK_CHAR
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+COMMITTED, TENTATIVE = "committed", "tentative"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def _units(text: str) -> list[str]:
     units: list[str] = []
     for m in re.finditer(r"\s*\S+", text):
         piece = m.group(0)
-        if _CJK.search(piece):
+        if CJK_CHAR.search(piece):
             lead = piece[: len(piece) - len(piece.lstrip())]
             chars = list(piece.lstrip())
             if chars:
@@ -61,7 +62,7 @@ def wrap_paragraph(parts: list[tuple[str, str]], width: float,
         if not text:
             continue
         if current or lines:
-            if not text[:1].isspace() and not _CJK.match(text[:1]):
+            if not text[:1].isspace() and not CJK_CHAR.match(text[:1]):
                 text = " " + text
         for unit in _units(text):
             piece = unit if current else unit.lstrip()

@@ -1,4 +1,5 @@
-"""The control window and tray icon (views): start/stop, pause, overlay, click-through, settings, history."""
+"""The control window and tray icon (views, layout only): start/stop, pause, overlay, click-through,
+settings, history. :mod:`app.controllers.app` decides what the buttons do and what is shown."""
 
 from __future__ import annotations
 
@@ -122,6 +123,10 @@ class ControlWindow(QMainWindow):
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(1000 * fraction))
 
+    def show_detail(self, text: str) -> None:
+        """The line under the state: what is captioned and how far behind it runs."""
+        self.detail.setText(text)
+
     def show_message(self, level: str, text: str) -> None:
         """A message for the user (errors in red)."""
         self.message.setStyleSheet("color: #c0392b;" if level == "error" else "")
@@ -160,6 +165,11 @@ class TrayIcon(QSystemTrayIcon):
         self.setContextMenu(menu)
         self.activated.connect(lambda reason: window.showNormal()
                                if reason == QSystemTrayIcon.ActivationReason.Trigger else None)
+
+    def show_warning(self, text: str) -> None:
+        """A desktop notification from the tray icon (when it is shown)."""
+        if self.isVisible():
+            self.showMessage("Sotto", text, QSystemTrayIcon.MessageIcon.Warning, 8000)
 
     def show_state(self, state: str) -> None:
         """Relabel the menu for the service state."""

@@ -1,4 +1,4 @@
-"""The app icon (assets/sotto.svg)."""
+"""The app icon (assets/sotto.svg), for the control window and the tray."""
 
 from __future__ import annotations
 

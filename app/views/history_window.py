@@ -1,14 +1,18 @@
-"""The history window (a view): every journaled session, searchable, exportable."""
+"""The history window (a view, layout only): every journaled session, searchable, exportable.
+:mod:`app.controllers.history` fills it and does the searching and exporting."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
     QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from core.captions.history import HistoryEntry, HistorySession
+from core.session.history import HistoryEntry, HistorySession
+
+
+_NAME = Qt.ItemDataRole.UserRole  # where a session item keeps its folder name
 
 
 def _stamp(seconds: float) -> str:
@@ -67,7 +71,7 @@ class HistoryWindow(QWidget):
         layout.addWidget(self.status)
         self.search.textChanged.connect(self.search_changed.emit)
         self.sessions.currentItemChanged.connect(
-            lambda item, _old: self.session_selected.emit(item.data(256) if item is not None else ""))
+            lambda item, _old: self.session_selected.emit(item.data(_NAME) if item is not None else ""))
 
     def show_sessions(self, sessions: list[HistorySession]) -> None:
         """List the sessions (newest first)."""
@@ -75,9 +79,26 @@ class HistoryWindow(QWidget):
         self.sessions.clear()
         for s in sessions:
             item = QListWidgetItem(f"{s.title} ({len(s.entries)})")
-            item.setData(256, s.name)
+            item.setData(_NAME, s.name)
             self.sessions.addItem(item)
         self.sessions.blockSignals(False)
+
+    def select_first_session(self) -> None:
+        """Select the newest session (its captions are then asked for with ``session_selected``)."""
+        self.sessions.setCurrentRow(0)
+
+    def current_session_name(self) -> str | None:
+        """The folder name of the selected session, or None when none is selected."""
+        item = self.sessions.currentItem()
+        return item.data(_NAME) if item is not None else None
+
+    def search_text(self) -> str:
+        """What is typed in the search box."""
+        return self.search.text()
+
+    def show_status(self, text: str) -> None:
+        """A line under the table (what is shown, or how an export went)."""
+        self.status.setText(text)
 
     def show_entries(self, entries: list[HistoryEntry], note: str = "") -> None:
         """Show captions in the table."""
@@ -87,7 +108,7 @@ class HistoryWindow(QWidget):
             self.table.setItem(row, 1, QTableWidgetItem(e.source))
             self.table.setItem(row, 2, QTableWidgetItem(e.translation or ""))
         self.table.resizeRowsToContents()
-        self.status.setText(note)
+        self.show_status(note)
 
     def _export(self, fmt: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, f"Export captions as {fmt.upper()}", f"captions.{fmt}",

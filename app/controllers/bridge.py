@@ -1,15 +1,15 @@
-"""Carries what the caption service reports from its threads to the UI thread, as Qt signals."""
+"""Carries what the caption service reports from its threads to the UI thread, as Qt signals
+(plumbing for :mod:`app.controllers.app`, not a controller)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from core.captions.policy import CaptionView
-from core.pipeline import Progress
+from core.stream import CaptionView, Progress
 
 
 class ServiceBridge(QObject):
-    """A :class:`core.service.ServiceListener` whose calls become queued Qt signals.
+    """A :class:`core.session.service.ServiceListener` whose calls become queued Qt signals.
 
     The service calls these methods on its worker threads; connected slots run on
     the thread that owns the bridge (the UI thread), so the UI never blocks on a

@@ -1,9 +1,9 @@
-"""The settings panel (a view): every knob, applied live through the controller.
+"""The settings panel (a view, layout only): every knob, applied live through its controller.
 
-The panel holds layout only. Each edit becomes ``change_requested(key, value)``;
-the controller validates and saves it and answers with :meth:`SettingsPanel.show_result`
-(the control snaps back to the saved value if the change was refused). Model
-downloads and the level meter are driven by the controller too.
+Each edit becomes ``change_requested(key, value)``; :mod:`app.controllers.settings`
+validates and saves it and answers with :meth:`SettingsPanel.show_result` (the control
+snaps back to the saved value if the change was refused). Model downloads and the level
+meter are driven by that controller too; the panel only shows their progress.
 """
 
 from __future__ import annotations
@@ -16,22 +16,23 @@ from PySide6.QtWidgets import (
 )
 
 from core.models.store import ModelStatus, human_size
-from core.settings import TARGET_LANGUAGES, Settings
+from core.settings import Settings, value_range
+from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 
-LANGUAGE_NAMES = {
-    "none": "No translation", "en": "English", "de": "German", "ja": "Japanese", "zh": "Chinese", "fr": "French",
-    "es": "Spanish", "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "ko": "Korean", "ru": "Russian",
-}
-SPOKEN_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko", "ru")
-STATE_WORDS = {
-    "ready": "ready", "bundled": "bundled, prepared on first use", "downloadable": "not downloaded",
-    "partial": "partly downloaded (Download resumes)", "corrupt": "damaged (Download fetches it again)",
-    "local": "local file",
-}
 BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
              "a little less accurate; 0 gives exactly plain greedy decoding.")
 MASK_HELP = ("Hides the last k words of an unfinished line until they settle. Display only: the translator "
              "still sees them; in the draft: they are also left out of the translator's draft.")
+
+
+def _ints(bounds: tuple[float, float]) -> tuple[int, int]:
+    """A setting's range for a spin box."""
+    return int(bounds[0]), int(bounds[1])
+
+
+def _percent(bounds: tuple[float, float]) -> tuple[int, int]:
+    """A 0–1 setting's range for a slider in hundredths."""
+    return round(100 * bounds[0]), round(100 * bounds[1])
 
 
 def _combo(items: list[tuple[str, str]]) -> QComboBox:
@@ -85,11 +86,11 @@ class ModelRow(QWidget):
     def show_status(self, status: ModelStatus | None, name: str) -> None:
         """Show a model's state and size; Download only where it helps."""
         if status is None:
-            self.status.setText(f"{STATE_WORDS['local']}: {name}")
+            self.status.setText(f"local file: {name}")
             self.download.setVisible(False)
             return
-        self.status.setText(f"{STATE_WORDS.get(status.state, status.state)} · {human_size(status.size)}")
-        self.download.setVisible(status.state in ("downloadable", "partial", "corrupt") and not self.cancel.isVisible())
+        self.status.setText(f"{status.state_words} · {human_size(status.size)}")
+        self.download.setVisible(status.downloadable and not self.cancel.isVisible())
 
     def show_progress(self, fraction: float | None, text: str) -> None:
         """Download progress (``fraction`` None: size unknown)."""
@@ -149,7 +150,7 @@ class SettingsPanel(QDialog):
         w = QWidget()
         form = QFormLayout(w)
         self.beta = QSlider(Qt.Orientation.Horizontal)
-        self.beta.setRange(0, 100)
+        self.beta.setRange(*_percent(value_range("translation.beta")))
         self.beta.setPageStep(5)
         self.beta_value = QLabel()
         row = QHBoxLayout()
@@ -162,7 +163,7 @@ class SettingsPanel(QDialog):
         self.engine = _combo([("ssbd", "Self-speculative (SSBD, uses β)"), ("ar", "Plain re-translation")])
         form.addRow("Translation engine", self.engine)
         self.mask_k = QSpinBox()
-        self.mask_k.setRange(0, 10)
+        self.mask_k.setRange(*_ints(value_range("captions.mask_k")))
         form.addRow("Mask-k (hidden unstable words)", self.mask_k)
         self.mask_mode = _combo([("display", "Display only"), ("draft", "Also in the translator's draft")])
         form.addRow("Mask mode", self.mask_mode)
@@ -187,8 +188,8 @@ class SettingsPanel(QDialog):
     def _languages_tab(self) -> QWidget:
         w = QWidget()
         form = QFormLayout(w)
-        self.spoken = _combo([(c, LANGUAGE_NAMES[c]) for c in SPOKEN_LANGUAGES])
-        self.target = _combo([(c, LANGUAGE_NAMES[c]) for c in TARGET_LANGUAGES])
+        self.spoken = _combo([(c, language_name(c)) for c in SPOKEN_LANGUAGES])
+        self.target = _combo([(c, "No translation" if c == "none" else language_name(c)) for c in TARGET_LANGUAGES])
         form.addRow("Spoken language", self.spoken)
         form.addRow("Translate into", self.target)
         self.spoken.currentIndexChanged.connect(
@@ -213,14 +214,14 @@ class SettingsPanel(QDialog):
         form.addRow("Drafter", self.drafter_model)
         form.addRow("Verifier", self.verifier_model)
         self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
-        self.draft_threshold.setRange(0, 100)
+        self.draft_threshold.setRange(*_percent(value_range("asr.draft_threshold")))
         self.draft_threshold_value = QLabel()
         row = QHBoxLayout()
         row.addWidget(self.draft_threshold)
         row.addWidget(self.draft_threshold_value)
         form.addRow("Draft confidence", row)
         self.max_draft = QSpinBox()
-        self.max_draft.setRange(1, 64)
+        self.max_draft.setRange(*_ints(value_range("asr.max_draft")))
         form.addRow("Longest draft (tokens)", self.max_draft)
         self._draft_row = row
         self.sparse_tree = QCheckBox("Sparse tree: also check the drafter's second guess where it is unsure")
@@ -306,12 +307,12 @@ class SettingsPanel(QDialog):
                                   ("translation", "Translation only")])
         form.addRow("Show", self.show_which)
         self.lines = QSpinBox()
-        self.lines.setRange(1, 8)
+        self.lines.setRange(*_ints(value_range("overlay.lines")))
         form.addRow("Lines per language", self.lines)
         self.font = QFontComboBox()
         form.addRow("Font", self.font)
         self.font_size = QSpinBox()
-        self.font_size.setRange(8, 96)
+        self.font_size.setRange(*_ints(value_range("overlay.font_size")))
         form.addRow("Font size", self.font_size)
         self.colours: dict[str, QPushButton] = {}
         for key, label in (("text_color", "Text"), ("tentative_color", "Unconfirmed words"),
@@ -322,7 +323,7 @@ class SettingsPanel(QDialog):
             self.colours[key] = button
             form.addRow(label, button)
         self.opacity = QSlider(Qt.Orientation.Horizontal)
-        self.opacity.setRange(0, 100)
+        self.opacity.setRange(*_percent(value_range("overlay.opacity")))
         form.addRow("Background opacity", self.opacity)
         self.show_which.currentIndexChanged.connect(
             lambda: self.change_requested.emit("overlay.show", self.show_which.currentData()))
@@ -348,7 +349,7 @@ class SettingsPanel(QDialog):
             cuda_item.setToolTip("No CUDA GPU was found on this machine.")
         form.addRow("Speech model runs on", self.compute)
         self.gpu_layers = QSpinBox()
-        self.gpu_layers.setRange(-1, 999)
+        self.gpu_layers.setRange(*_ints(value_range("translation.n_gpu_layers")))
         self.gpu_layers.setSpecialValueText("all (-1)")
         form.addRow("Translator layers on the GPU", self.gpu_layers)
         note = QLabel("Apple GPUs: the translator uses Metal when llama.cpp is built with it (set layers on "
@@ -419,13 +420,31 @@ class SettingsPanel(QDialog):
     def show_model_status(self, statuses: dict[str, ModelStatus]) -> None:
         """Refresh the models' state and size."""
         self._models = statuses
-        for row in self.model_rows():
+        for row in self._model_rows():
             name = row.combo.currentData()
             row.show_status(statuses.get(name), name)
 
-    def model_rows(self) -> list[ModelRow]:
+    def _model_rows(self) -> list[ModelRow]:
         """Every model picker."""
         return [self.asr_model, self.drafter_model, self.verifier_model, self.translation_model]
+
+    def _row_for_model(self, name: str) -> ModelRow | None:
+        """The picker showing model ``name`` (else the first that offers it), or None."""
+        rows = [r for r in self._model_rows() if r.combo.findData(name) >= 0]
+        current = [r for r in rows if r.combo.currentData() == name]
+        return (current or rows or [None])[0]
+
+    def show_download_progress(self, name: str, fraction: float | None, text: str) -> None:
+        """Progress of the download of model ``name`` (``fraction`` None: size unknown)."""
+        row = self._row_for_model(name)
+        if row is not None:
+            row.show_progress(fraction, text)
+
+    def end_download(self, name: str) -> None:
+        """The download of model ``name`` ended (done, failed or cancelled)."""
+        row = self._row_for_model(name)
+        if row is not None:
+            row.end_progress()
 
     def show_result(self, ok: bool, text: str) -> None:
         """The controller's answer to the last change: refused (red) or a note."""

@@ -1,0 +1,188 @@
+"""Drives the control window and the tray icon, and puts the app together.
+
+:class:`AppController` is the composition root of one app run: it loads the settings,
+makes the caption service, the windows' controllers (:mod:`.overlay`, :mod:`.settings`,
+:mod:`.history`) and the control window with its tray icon, and wires them. It turns what
+the service reports (captions, progress, messages, state) into what the windows show, and
+does what the control window's buttons, shortcuts and tray menu ask: start, stop, pause,
+show or hide the overlay, open a window, quit.
+
+The caption service does the work on its own threads; the UI thread only ever waits for
+signals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QSystemTrayIcon
+
+from core.errors import SottoError
+from core.models.store import ModelStore
+from core.session.history import CaptionHistory
+from core.session.service import IDLE, CaptionService
+from core.settings import Settings, load_settings, settings_path
+from core.stream import Progress
+
+from ..views.control import ControlWindow, TrayIcon
+from ..views.history_window import HistoryWindow
+from ..views.icons import app_icon
+from ..views.settings_panel import SettingsPanel
+from .bridge import ServiceBridge
+from .downloads import ModelDownloads
+from .history import HistoryController
+from .overlay import OverlayController
+from .settings import SettingsController
+
+WELCOME = ("Welcome to Sotto. The bundled models are ready: Whisper tiny.en for English speech and "
+           "Gemma 3 270M for translation. Bigger, more accurate models are in Settings → Models.")
+
+
+class AppController(QObject):
+    """Owns the windows, the settings and the caption service for one app run."""
+
+    def __init__(self, store: ModelStore | None = None, history: CaptionHistory | None = None,
+                 show_windows: bool = True, preload: bool = True) -> None:
+        super().__init__()
+        self.store = store or ModelStore()
+        self.history = history or CaptionHistory()
+        self.first_run = not settings_path().exists()
+        startup_problem = ""
+        try:
+            settings = load_settings()
+        except SottoError as exc:  # a broken settings file: say so, run on defaults, keep the file
+            startup_problem = f"{exc} Sotto is using default settings for now."
+            settings = Settings()
+        self.bridge = ServiceBridge()
+        self.service = CaptionService(settings, self.bridge, self.store, self.history)
+        self.downloads = ModelDownloads(self.store)
+        self.settings_controller = SettingsController(settings, self.service, self.store, self.downloads)
+        self.overlay_controller = OverlayController(self.settings_controller, self.service)
+        self.history_controller = HistoryController(self.history)
+        self.overlay = self.overlay_controller.view
+        self.icon = app_icon()
+        self.window = ControlWindow(self.icon)
+        self.tray: TrayIcon | None = None
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            self.tray = TrayIcon(self.icon, self.window)
+        self._shut_down = False
+        self._connect()
+        self.window.set_toggles(settings.overlay.visible, settings.overlay.click_through)
+        if show_windows:
+            self.window.show()
+            if self.tray is not None:
+                self.tray.show()
+            self.overlay_controller.show_at_start()
+        if startup_problem:
+            self.window.show_message("error", startup_problem)
+        elif self.first_run:
+            self.window.show_message("info", WELCOME)
+        if preload:
+            self.service.preload()
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force (kept by the settings controller)."""
+        return self.settings_controller.settings
+
+    # -- wiring ------------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        b, w = self.bridge, self.window
+        b.view_changed.connect(self.overlay_controller.show_captions)
+        b.progress_changed.connect(self._on_progress)
+        b.message.connect(self._on_message)
+        b.state_changed.connect(self._on_state)
+        b.status.connect(w.show_status)
+        w.start_stop.connect(self.toggle_start)
+        w.pause_toggled.connect(self.service.pause)
+        w.overlay_toggled.connect(self.set_overlay_visible)
+        w.click_through_toggled.connect(self.set_click_through)
+        w.settings_requested.connect(self.show_settings)
+        w.history_requested.connect(self.show_history)
+        w.quit_requested.connect(self.quit)
+        self.overlay.settings_requested.connect(self.show_settings)  # the overlay's menu opens the panel
+        self.overlay_controller.toggles_changed.connect(w.set_toggles)
+        self.settings_controller.problem.connect(lambda text: w.show_message("error", text))
+
+    # -- service events (UI thread) ----------------------------------------------------------------
+    def _on_progress(self, progress: Progress) -> None:
+        if progress.lag is not None and self.service.state == "running":
+            self.window.show_detail(
+                f"{self._source_words()} · {progress.audio_time:.0f} s · {progress.lag:.1f} s behind")
+
+    def _source_words(self) -> str:
+        src = self.settings.audio.source
+        return "Microphone" if src == "mic" else "Demo recording" if src == "demo" else Path(src).name
+
+    def _on_message(self, level: str, text: str) -> None:
+        self.window.show_message(level, text)
+        if level == "error":
+            self.overlay_controller.show_problem(text)
+            if self.tray is not None:
+                self.tray.show_warning(text)
+
+    def _on_state(self, state: str, detail: str) -> None:
+        self.window.show_state(state, detail)
+        if self.tray is not None:
+            self.tray.show_state(state)
+        self.overlay_controller.show_state(state)
+
+    # -- actions -------------------------------------------------------------------------------------
+    def toggle_start(self) -> None:
+        """Start captions, or stop them if they run."""
+        if self.service.state == IDLE:
+            self.window.show_message("info", "")
+            self.overlay_controller.new_session()
+            self.service.start()
+        else:
+            self.service.stop()
+
+    def set_overlay_visible(self, visible: bool) -> None:
+        """Show or hide the caption overlay (remembered)."""
+        self.overlay_controller.set_visible(visible)
+
+    def set_click_through(self, enabled: bool) -> None:
+        """Let the mouse pass through the overlay, or not (remembered)."""
+        self.overlay_controller.set_click_through(enabled)
+
+    def apply_setting(self, key: str, value) -> bool:
+        """Validate, save and apply one setting; refused changes leave everything as it was."""
+        return self.settings_controller.apply(key, value)
+
+    def show_settings(self) -> SettingsPanel:
+        """Open (or raise) the settings panel."""
+        return self.settings_controller.show()
+
+    def show_history(self) -> HistoryWindow:
+        """Open (or raise) the history window."""
+        return self.history_controller.show()
+
+    def export_history(self, path: str, fmt: str, which: str) -> Path | None:
+        """Export the captions shown in the history window."""
+        return self.history_controller.export(path, fmt, which)
+
+    # -- quitting --------------------------------------------------------------------------------------------
+    def quit(self) -> None:
+        """Stop everything, save, and leave the event loop."""
+        self.shutdown()
+        from PySide6.QtWidgets import QApplication
+
+        app = QApplication.instance()
+        if app is not None:
+            app.quit()
+
+    def shutdown(self) -> None:
+        """Stop captions, the level meter and downloads; end every thread (idempotent)."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        self.overlay_controller.flush_geometry()
+        self.settings_controller.stop_meter()
+        self.downloads.shutdown()
+        self.service.shutdown()
+        if self.tray is not None:
+            self.tray.hide()
+        self.overlay_controller.close()
+        self.settings_controller.close()
+        self.history_controller.close()

@@ -1,0 +1,147 @@
+"""Drives the caption overlay: puts it back where it was (on a screen that is still there),
+remembers where the user moves or resizes it, shows and hides it, switches click-through,
+follows style and language changes, and says what is going on while there are no captions
+(the placeholder text).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QRect, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+
+from core import logger
+from core.errors import SottoError
+from core.session.service import IDLE, CaptionService
+from core.settings import Settings
+from core.stream import CaptionView
+
+from ..views.overlay import CaptionOverlay
+from .settings import SettingsController
+
+_PLACEHOLDERS = {"loading": "Preparing models…", "running": "Listening…", "paused": "Paused.",
+                 "idle": "Stopped. Captions are saved in History."}
+
+
+def target_language(settings: Settings) -> str | None:
+    """The language captions are translated into, None for no translation."""
+    t = settings.translation.target
+    return None if t == "none" else t
+
+
+class OverlayController(QObject):
+    """Owns the caption overlay (:attr:`view`) and what it shows."""
+
+    toggles_changed = Signal(bool, bool)  # visible, click-through (for the control window's check boxes)
+
+    def __init__(self, settings: SettingsController, service: CaptionService) -> None:
+        super().__init__()
+        self._settings = settings
+        self._service = service
+        s = settings.settings
+        self.view = CaptionOverlay(s.overlay, s.asr.language, target_language(s))
+        self._problem_shown = False  # a problem is on screen instead of captions
+        self._geometry_timer = QTimer(self)
+        self._geometry_timer.setSingleShot(True)
+        self._geometry_timer.setInterval(600)
+        self._geometry_timer.timeout.connect(self.save_geometry)
+        self.view.geometry_changed.connect(self._geometry_timer.start)
+        self.view.hide_requested.connect(lambda: self.set_visible(False))
+        self.view.click_through_requested.connect(self.set_click_through)
+        settings.applied.connect(self._on_applied)
+        self.restore_geometry()
+
+    # -- showing, hiding, click-through ----------------------------------------------------------------
+    def show_at_start(self) -> None:
+        """Show the overlay if it was shown when the app last ran."""
+        if self._settings.settings.overlay.visible:
+            self.view.show()
+
+    def set_visible(self, visible: bool) -> None:
+        """Show or hide the overlay (remembered)."""
+        self.view.setVisible(visible)
+        self.toggles_changed.emit(visible, self.view.click_through)
+        self._settings.set_quietly("overlay.visible", visible)
+
+    def set_click_through(self, enabled: bool) -> None:
+        """Let the mouse pass through the overlay, or not (remembered)."""
+        self.view.set_click_through(enabled)
+        self.toggles_changed.emit(self.view.isVisible(), enabled)
+        self._settings.set_quietly("overlay.click_through", enabled)
+
+    def close(self) -> None:
+        """Close the overlay window."""
+        self.view.close()
+
+    # -- what it shows -----------------------------------------------------------------------------------
+    def new_session(self) -> None:
+        """Captions start: forget the last session's, in the languages now chosen."""
+        s = self._settings.settings
+        self.view.set_languages(s.asr.language, target_language(s))
+        self.view.clear()
+        self._problem_shown = False
+
+    def show_captions(self, view: CaptionView) -> None:
+        """A new caption frame from the service."""
+        self.view.show_view(view)
+
+    def show_state(self, state: str) -> None:
+        """The placeholder for the service state (shown while there are no captions)."""
+        if state == "idle" and self._problem_shown:
+            return  # what went wrong stays on screen until captions start again
+        if state in _PLACEHOLDERS:
+            self.view.set_placeholder(_PLACEHOLDERS[state])
+
+    def show_problem(self, text: str) -> None:
+        """What went wrong, in place of captions (kept when the session then stops)."""
+        self._problem_shown = True
+        self.view.set_placeholder(text)
+
+    def _on_applied(self, key: str, new: Settings) -> None:
+        if key.startswith("overlay."):
+            self.view.apply_style(new.overlay)
+        if key in ("asr.language", "translation.target") and self._service.state == IDLE:
+            self.view.set_languages(new.asr.language, target_language(new))
+
+    # -- geometry --------------------------------------------------------------------------------------------
+    def restore_geometry(self) -> None:
+        """Place the overlay where it was saved, kept on a screen that is there now."""
+        ov = self._settings.settings.overlay
+        screen = None
+        for s in QGuiApplication.screens():
+            if s.name() == ov.screen:
+                screen = s
+        screen = screen or QGuiApplication.primaryScreen()
+        area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)
+        width = min(ov.width, area.width())
+        height = min(max(ov.height, self.view.content_height()), area.height())
+        if ov.x == -1 and ov.y == -1:
+            x = area.x() + (area.width() - width) // 2
+            y = area.y() + area.height() - height - 60
+        else:  # keep it on the screen even if the screen got smaller
+            x = min(max(ov.x, area.x()), area.right() - width)
+            y = min(max(ov.y, area.y()), area.bottom() - height)
+        self.view.setGeometry(x, y, width, height)
+        self._geometry_timer.stop()
+
+    def save_geometry(self) -> None:
+        """Remember where the overlay is and how big (if it changed)."""
+        g = self.view.geometry()
+        screen = self.view.screen()
+        values = {"overlay.x": g.x(), "overlay.y": g.y(), "overlay.width": g.width(), "overlay.height": g.height(),
+                  "overlay.screen": screen.name() if screen is not None else ""}
+        current = self._settings.settings
+        new = current
+        try:
+            for key, value in values.items():
+                new = new.with_value(key, value)
+        except SottoError:
+            logger.debug("overlay geometry out of range, not saved", exc_info=True)
+            return
+        if new != current:
+            self._settings.save_quietly(new)
+
+    def flush_geometry(self) -> None:
+        """Save a move or resize still waiting for its timer (at quitting)."""
+        if self._geometry_timer.isActive():
+            self._geometry_timer.stop()
+            self.save_geometry()

@@ -1,0 +1,179 @@
+"""Drives the settings panel: validates, saves and applies each change, runs model downloads
+with their progress and the input level meter. It also keeps the settings in force for the
+whole app.
+
+The other controllers read :attr:`SettingsController.settings`, keep what the user changed by
+using the app (overlay geometry, visibility, click-through) with
+:meth:`SettingsController.set_quietly`, and follow changes made in the panel through the
+``applied`` signal.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from core.audio.level import LevelMonitor
+from core.compute import cuda_available
+from core.errors import SottoError
+from core.models.store import ModelStore, check_reference
+from core.session.service import IDLE, CaptionService
+from core.settings import Settings, check_combination, save_settings, settings_path
+
+from ..views.settings_panel import SettingsPanel
+from .downloads import ModelDownloads
+
+_MODEL_KINDS = {"asr.model": "whisper-ct2", "asr.drafter": "whisper-ct2", "asr.verifier": "whisper-ct2",
+                "translation.model": "gguf"}
+
+
+class _LevelSignals(QObject):
+    """Carries the level meter's readings from its thread to the UI thread."""
+
+    level = Signal(float)
+    error = Signal(str)
+
+
+class SettingsController(QObject):
+    """The settings in force, and what the settings panel's edits, downloads and meter do."""
+
+    applied = Signal(str, object)  # key, the new Settings: a change was validated, saved and applied
+    problem = Signal(str)  # an error for the control window (no panel is open to show it)
+
+    def __init__(self, settings: Settings, service: CaptionService, store: ModelStore,
+                 downloads: ModelDownloads) -> None:
+        super().__init__()
+        self.settings = settings
+        self.service = service
+        self.store = store
+        self.downloads = downloads
+        self.panel: SettingsPanel | None = None
+        self._level: LevelMonitor | None = None
+        self._meter_on = False
+        self._level_signals = _LevelSignals()
+        self._level_signals.level.connect(lambda v: self.panel.show_level(v) if self.panel else None)
+        self._level_signals.error.connect(lambda t: self.panel.show_level_error(t) if self.panel else None)
+        downloads.progress.connect(self._on_download_progress)
+        downloads.finished.connect(self._on_download_finished)
+        downloads.failed.connect(self._on_download_failed)
+
+    # -- the settings in force -----------------------------------------------------------------------
+    def set_quietly(self, key: str, value) -> None:
+        """Keep and save one setting the user changed by using the app (not through the panel)."""
+        self.save_quietly(self.settings.with_value(key, value))
+
+    def save_quietly(self, settings: Settings) -> None:
+        """Keep and save settings the user changed by using the app (not through the panel)."""
+        self.settings = settings
+        try:
+            save_settings(settings)
+        except (SottoError, OSError) as exc:
+            self.problem.emit(f"Could not save settings ({exc}).")
+
+    def apply(self, key: str, value) -> bool:
+        """Validate, save and apply one setting; refused changes leave everything as it was."""
+        try:
+            new = self.settings.with_value(key, value)
+            check_combination(new)
+            if key in _MODEL_KINDS:
+                check_reference(str(value), _MODEL_KINDS[key])
+        except SottoError as exc:
+            self._answer(False, str(exc))
+            return False
+        try:
+            save_settings(new)
+        except OSError as exc:
+            self._answer(False, f"Could not save settings to {settings_path()} ({exc.strerror or exc}).")
+            return False
+        self.settings = new
+        later = self.service.apply_settings(new)
+        self.applied.emit(key, new)
+        if key in _MODEL_KINDS:
+            self._refresh_models()
+        if key in ("asr.engine", "asr.calibrate") and self.panel is not None:
+            self.panel.load(new)  # shows the rows of the chosen engine
+        if key in ("audio.device", "audio.source") and self._meter_on:
+            self._meter(True)
+        note = "Saved."
+        if later and self.service.state != IDLE:
+            note = "Saved; this applies when captions next start (Stop, then Start)."
+        self._answer(True, note)
+        return True
+
+    def _answer(self, ok: bool, text: str) -> None:
+        if self.panel is not None:
+            self.panel.show_result(ok, text)
+            if not ok:
+                self.panel.load(self.settings)
+        elif not ok:
+            self.problem.emit(text)
+
+    # -- the panel ---------------------------------------------------------------------------------------
+    def show(self) -> SettingsPanel:
+        """Open (or raise) the settings panel."""
+        if self.panel is None:
+            self.panel = self._make_panel()
+        self.panel.show()
+        self.panel.raise_()
+        return self.panel
+
+    def _make_panel(self) -> SettingsPanel:
+        devices: list[tuple[str, str]] = []
+        try:
+            from core.audio.sources import list_input_devices
+
+            devices = [(d.name, f"{d.name} ({d.hostapi})") for d in list_input_devices()]
+        except SottoError as exc:
+            self.problem.emit(str(exc))
+        panel = SettingsPanel(self.settings, self.store.list(), devices, cuda_available())
+        panel.change_requested.connect(self.apply)
+        panel.download_requested.connect(self.start_download)
+        panel.cancel_download.connect(self.downloads.cancel)
+        panel.meter_wanted.connect(self._meter)
+        return panel
+
+    def close(self) -> None:
+        """Close the panel if it was opened."""
+        if self.panel is not None:
+            self.panel.close()
+
+    # -- model downloads -----------------------------------------------------------------------------------
+    def _refresh_models(self) -> None:
+        if self.panel is not None:
+            self.panel.show_model_status({m.name: m for m in self.store.list()})
+
+    def start_download(self, name: str) -> None:
+        """Download a model with progress in the panel (resumes a partial download)."""
+        if self.downloads.start(name) and self.panel is not None:
+            self.panel.show_result(True, f"Downloading {name}…")
+
+    def _on_download_progress(self, name: str, fraction, text: str) -> None:
+        if self.panel is not None:
+            self.panel.show_download_progress(name, fraction, text)
+
+    def _on_download_finished(self, name: str, path: str) -> None:
+        if self.panel is not None:
+            self.panel.end_download(name)
+        self._refresh_models()
+        self._answer(True, f"{name} is downloaded and checked.")
+
+    def _on_download_failed(self, name: str, message: str) -> None:
+        if self.panel is not None:
+            self.panel.end_download(name)
+        self._refresh_models()
+        self._answer(not message, message or f"Download of {name} paused; Download resumes it.")
+
+    # -- level meter (while the Audio tab is shown) -------------------------------------------------------
+    def _meter(self, wanted: bool) -> None:
+        self._meter_on = wanted
+        if self._level is not None:
+            self._level.stop()
+            self._level = None
+        if wanted and self.settings.audio.source == "mic":
+            signals = self._level_signals
+            self._level = LevelMonitor(self.settings.audio.device, signals.level.emit, signals.error.emit)
+        elif wanted and self.panel is not None:
+            self.panel.show_level_error("The meter listens to the microphone; choose Microphone above to use it.")
+
+    def stop_meter(self) -> None:
+        """Stop the level meter and its thread."""
+        self._meter(False)
