@@ -32,11 +32,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if problem is None:
             return _cmd_app(args)
         sys.stderr.write(f"{problem}, so Sotto shows its captions here in the terminal instead.\n")
+    from core.audio.sources import is_live
     from core.paths import demo_sample
 
     source = args.source or str(demo_sample())  # live terminal captions of --source (default: the demo)
     args.input = source
-    args.realtime = not (source == "mic" or source.startswith("mic:"))
+    args.realtime = not is_live(source)
     return terminal.caption(args)
 
 
@@ -103,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no live display")
 
     p = sub.add_parser("caption", help="caption an audio file (or 'mic') in the terminal")
-    p.add_argument("input", help="an audio file, 'mic' for the default microphone, or 'mic:NAME'")
+    p.add_argument("input", help="an audio file, 'mic' for the default microphone, 'mic:NAME', "
+                                 "'system' for what the computer plays, or 'system:OUTPUT'")
     p.add_argument("--realtime", action="store_true", help="replay a file in real time (as if it were live)")
     p.add_argument("--out", help="write captions.jsonl, source.srt, translation.srt and summary.json here")
     caption_options(p)

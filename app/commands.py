@@ -74,16 +74,33 @@ def models(args: argparse.Namespace) -> int:
 
 
 def devices(args: argparse.Namespace) -> int:
+    from core.audio.loopback import list_output_devices, system_audio_unavailable
     from core.audio.sources import list_input_devices
+    from core.errors import AudioDeviceError
 
+    print("Inputs (microphones):")
     devices = list_input_devices()
     if not devices:
-        print("No audio input devices found.")
-        return 0
+        print("  No audio input devices found.")
     for d in devices:
         mark = "*" if d.is_default else " "
         print(f"{mark} {d.index:3d}  {d.name}  ({d.channels} ch, {d.default_samplerate:.0f} Hz, {d.hostapi})")
-    print("\n* = default input. Use `sotto caption mic:NAME` or set audio.device.")
+    print("\nOutputs (system audio: what they play can be captioned):")
+    unavailable = system_audio_unavailable()
+    outputs: list = []
+    if unavailable is None:
+        try:
+            outputs = list_output_devices()
+        except AudioDeviceError as exc:
+            unavailable = str(exc)
+    if unavailable is not None:
+        print(f"  {unavailable}")
+    elif not outputs:
+        print("  No audio outputs found.")
+    for o in outputs:
+        print(f"{'*' if o.is_default else ' '}      {o.name}  (system:{o.id})")
+    print("\n* = default. Use `sotto caption mic:NAME` (or set audio.device) for an input, "
+          "`sotto caption system` or `system:NAME` for what an output plays.")
     return 0
 
 

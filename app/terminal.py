@@ -166,7 +166,7 @@ EXIT_INTERRUPTED = 130
 
 def caption(args: argparse.Namespace) -> int:
     """``sotto caption``: caption a file or a microphone in the terminal; returns the exit status."""
-    from core.audio.sources import open_source
+    from core.audio.sources import is_live, open_source
     from core.models.store import ModelStore
     from core.session import CaptionPipeline, create_asr_engine, create_translator
     from core.settings import load_settings
@@ -199,7 +199,7 @@ def caption(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else None
     display = TerminalDisplay(show_translation=translator is not None) if not args.quiet else None
     pipeline = CaptionPipeline(settings, asr, translator, display, out_dir,
-                               realtime=args.realtime or source_spec.startswith("mic"))
+                               realtime=args.realtime or is_live(source_spec))
     if not args.quiet:
         target = settings.translation.target
         what = f"{source.name}" + (f" → {target}" if translator else "")

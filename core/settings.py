@@ -45,7 +45,8 @@ class AudioSettings:
 
     device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
     channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
-    source: str = field(default="mic", metadata={"doc": "what the app captions: 'mic', 'demo' or an audio file path"})
+    source: str = field(default="mic", metadata={"doc": "what the app captions: 'mic', 'system' (what the computer plays), "
+                                                               "'system:OUTPUT', 'demo' or an audio file path"})
 
 
 @dataclass

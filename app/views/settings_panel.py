@@ -266,7 +266,8 @@ class SettingsPanel(QDialog):
     def _audio_tab(self, devices: list[tuple[str, str]]) -> QWidget:
         w = QWidget()
         form = QFormLayout(w)
-        self.source = _combo([("mic", "Microphone"), ("demo", "Demo recording (JFK, 11 s)")])
+        self.source = _combo([("mic", "Microphone"), ("system", "System audio (what the computer plays)"),
+                              ("demo", "Demo recording (JFK, 11 s)")])
         self.choose_file = QPushButton("Audio file…")
         row = QHBoxLayout()
         row.addWidget(self.source, 1)

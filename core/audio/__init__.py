@@ -1,6 +1,7 @@
-"""Audio input: files, microphone, ring buffer, voice activity."""
+"""Audio input: files, microphone, system audio (loopback), ring buffer, voice activity."""
 
 from .decode import SAMPLE_RATE, decode_file
+from .loopback import OutputDevice, SystemAudioSource, list_output_devices, open_system_source, system_audio_unavailable
 from .ringbuffer import RingBuffer
 from .sources import AudioSource, FileSource, InputDevice, MicrophoneSource, find_input_device, list_input_devices, open_source
 from .vad import VadEvent, VadOptions, VoiceActivityDetector
@@ -11,12 +12,17 @@ __all__ = [
     "FileSource",
     "InputDevice",
     "MicrophoneSource",
+    "OutputDevice",
     "RingBuffer",
+    "SystemAudioSource",
     "VadEvent",
     "VadOptions",
     "VoiceActivityDetector",
     "decode_file",
     "find_input_device",
     "list_input_devices",
+    "list_output_devices",
     "open_source",
+    "open_system_source",
+    "system_audio_unavailable",
 ]

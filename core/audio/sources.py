@@ -332,10 +332,20 @@ class MicrophoneSource:
                 logger.debug("closing stream failed", exc_info=True)
 
 
+def is_live(spec: str) -> bool:
+    """True for a live source (``mic``, ``mic:DEVICE``, ``system``, ``system:OUTPUT``), False for a file."""
+    return spec in ("mic", "system") or spec.startswith(("mic:", "system:"))
+
+
 def open_source(spec: str, realtime: bool = False, channel: str = "mix") -> AudioSource:
-    """A :class:`FileSource` for a path, or a :class:`MicrophoneSource` for ``mic`` / ``mic:DEVICE``."""
+    """A :class:`FileSource` for a path, a :class:`MicrophoneSource` for ``mic`` / ``mic:DEVICE``, or
+    what an output plays (:class:`~core.audio.loopback.SystemAudioSource`) for ``system`` / ``system:OUTPUT``."""
     if spec == "mic" or spec.startswith("mic:"):
         return MicrophoneSource(spec[4:] or None, channel=channel)
+    if spec == "system" or spec.startswith("system:"):
+        from .loopback import open_system_source
+
+        return open_system_source(spec, channel=channel)
     if not Path(spec).exists():
         raise AudioError(f"The audio file {spec} does not exist.")
     return FileSource(spec, channel=channel, realtime=realtime)

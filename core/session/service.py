@@ -20,7 +20,7 @@ from typing import Protocol
 from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.threaded import ThreadedEngine
-from ..audio.sources import open_source
+from ..audio.sources import is_live, open_source
 from ..errors import ModelError, SottoError
 from ..models.store import ModelStore
 from ..paths import demo_sample
@@ -72,13 +72,13 @@ def restart_needed(old: Settings, new: Settings) -> list[str]:
 
 
 def source_spec(settings: Settings) -> tuple[str, bool]:
-    """The source to open for ``audio.source`` and whether it is a live microphone."""
+    """The source to open for ``audio.source`` and whether it is live (a microphone or system audio)."""
     src = settings.audio.source or "mic"
     if src == "mic":
         return (f"mic:{settings.audio.device}" if settings.audio.device else "mic"), True
     if src == "demo":
         return str(demo_sample()), False
-    return src, False
+    return src, is_live(src)
 
 
 class CaptionService:
@@ -241,11 +241,8 @@ class CaptionService:
     def _run_session(self, spec: str | None) -> None:
         self._load_engines()
         settings = self.settings
-        live = True
         if spec is None:
-            spec, live = source_spec(settings)
-        else:
-            live = spec == "mic" or spec.startswith("mic:")
+            spec, _ = source_spec(settings)
         source = open_source(spec, realtime=True, channel=settings.audio.channel)
         directory = self.history.new_session_dir()
         assert self.asr_engine is not None
@@ -255,7 +252,7 @@ class CaptionService:
             stop_requested = self.state == STOPPING
             self._pipeline = pipeline
             if not stop_requested:
-                what = "the microphone" if live else Path(spec).name
+                what = "the microphone" if spec == "mic" or spec.startswith("mic:") else source.name
                 self._set_state(RUNNING, f"Listening to {what}")
         if stop_requested:
             pipeline.stop(quick=True)

@@ -1,0 +1,551 @@
+"""System audio: capture what an output device plays (the meeting, the video), as a live source.
+
+In a meeting most speech comes out of the speakers, not into the microphone.
+:class:`SystemAudioSource` records the sound sent to an output device and
+delivers it like :class:`~core.audio.sources.MicrophoneSource`: 16 kHz mono
+float32 through ``read(min_seconds, timeout)``, all audio since the last read.
+
+Backends, through the ``soundcard`` library (imported lazily, since on Linux it
+connects to the sound server at import):
+
+* Linux (PulseAudio, or PipeWire through pipewire-pulse): the output's monitor
+  source (``<sink>.monitor``). A lost server connection is re-made on the next
+  use, so a restarted sound server needs no restart of Sotto.
+* Windows: WASAPI loopback of the speaker (COM is initialised on the capture
+  thread; two channels are recorded and mixed down, as one-channel loopback
+  returns garbage).
+* macOS: not available yet (Core Audio process taps need a helper program);
+  a clear error says how to route the sound meanwhile.
+
+Outputs deliver nothing while nothing plays (WASAPI loopback; PulseAudio's null
+and virtual sinks). The source fills such gaps with silence at real-time rate,
+so the pipeline's audio clock keeps pace with the wall clock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import logger
+from ..errors import AudioDeviceError
+from ..threads import WorkerThread
+from .decode import SAMPLE_RATE
+from .ringbuffer import RingBuffer
+
+MACOS_UNAVAILABLE = (
+    "Capturing system audio is not available on macOS yet; meanwhile route the meeting's sound through "
+    "a loopback device such as BlackHole and choose that device as the microphone."
+)
+LIST_HINT = "`sotto devices` lists the outputs whose sound can be captured"
+
+CAPTURE_CHANNELS = 2  # record stereo and mix down (WASAPI loopback in mono returns garbage)
+GAP_TOLERANCE_S = 0.5  # no audio for longer than this is a gap, filled with silence
+_READ_SLICE_S = 0.1  # how often a waiting read checks for gaps, errors and stops
+_OPEN_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class OutputDevice:
+    """An output device whose sound can be captured."""
+
+    name: str  # human-readable ("Built-in Audio Analog Stereo", "Speakers (Realtek Audio)")
+    id: str  # the backend's id (PulseAudio sink name, WASAPI endpoint id)
+    is_default: bool
+    channels: int
+    capture_id: str = ""  # what is recorded (the sink's monitor source on Linux; the endpoint id on Windows)
+
+
+# -- pure logic (unit-tested on every system) -----------------------------------------------------
+
+def downmix(frames: np.ndarray, channel: str = "mix") -> np.ndarray:
+    """Mono float32 from ``frames`` (``(n, channels)`` or already mono ``(n,)``).
+
+    ``channel`` is ``mix`` (the mean of all channels), ``left`` or ``right``.
+    """
+    data = np.asarray(frames, dtype=np.float32)
+    if data.ndim == 1:
+        return data
+    if data.ndim != 2:
+        raise ValueError(f"audio frames must be 1- or 2-dimensional, not {data.ndim}-dimensional")
+    if data.shape[1] == 1:
+        return np.ascontiguousarray(data[:, 0])
+    if channel == "left":
+        return np.ascontiguousarray(data[:, 0])
+    if channel == "right":
+        return np.ascontiguousarray(data[:, 1])
+    return data.mean(axis=1, dtype=np.float32)
+
+
+class GapFiller:
+    """Silence owed to the audio clock while a device delivers nothing.
+
+    The capture side reports every chunk with :meth:`audio`; the reading side
+    asks :meth:`silence_due`. Once nothing has arrived for ``tolerance``
+    seconds, all of the quiet time is owed as zeros, and from then on every
+    bit of further quiet until audio comes back. Not thread-safe: callers hold
+    one lock around both calls and the matching buffer writes.
+    """
+
+    def __init__(self, rate: int = SAMPLE_RATE, tolerance: float = GAP_TOLERANCE_S) -> None:
+        self.rate = rate
+        self.tolerance = tolerance
+        self._last: float | None = None  # when audio (or owed silence) last reached this point
+        self._in_gap = False
+        self.filled = 0  # zeros owed so far (samples)
+
+    def start(self, now: float) -> None:
+        """The stream opened at ``now``: quiet from here on counts."""
+        self._last = now
+        self._in_gap = False
+
+    def audio(self, samples: int, now: float) -> None:
+        """``samples`` of real audio arrived at ``now``."""
+        if samples > 0:
+            self._last = now
+            self._in_gap = False
+
+    def silence_due(self, now: float) -> int:
+        """Samples of silence to add now (0 while audio flows or within the tolerance)."""
+        if self._last is None:
+            return 0
+        idle = now - self._last
+        if idle <= 0 or (not self._in_gap and idle < self.tolerance):
+            return 0
+        samples = int(idle * self.rate)
+        if samples <= 0:
+            return 0
+        self._in_gap = True
+        self._last += samples / self.rate  # exact: no rounding drift over a long gap
+        self.filled += samples
+        return samples
+
+
+def choose_output(devices: list[OutputDevice], spec: str | None) -> OutputDevice:
+    """The output named by ``spec`` (id or name, exact first, then a case-insensitive part); default if empty."""
+    if not devices:
+        raise AudioDeviceError(
+            "No audio output was found whose sound could be captured; check the sound settings."
+        )
+    if spec is None or not spec.strip():
+        for dev in devices:
+            if dev.is_default:
+                return dev
+        return devices[0]
+    want = spec.strip()
+    low = want.lower()
+    for test in (
+        lambda d: d.id == want,
+        lambda d: d.name == want,
+        lambda d: d.id.lower() == low or d.name.lower() == low,
+        lambda d: low in d.name.lower() or low in d.id.lower(),
+    ):
+        for dev in devices:
+            if test(dev):
+                return dev
+    raise AudioDeviceError(f"There is no audio output called '{spec}'; {LIST_HINT}.")
+
+
+def pulse_outputs(sinks: list[tuple[str, str, int]], sources: set[str], default_sink: str | None) -> list[OutputDevice]:
+    """Outputs from a PulseAudio listing: ``sinks`` as (id, description, channels), ``sources`` the source ids.
+
+    A sink is capturable when its monitor source ``<id>.monitor`` exists.
+    """
+    out = []
+    for sink_id, description, channels in sinks:
+        monitor = f"{sink_id}.monitor"
+        if monitor in sources:
+            out.append(OutputDevice(description or sink_id, sink_id, sink_id == default_sink, channels, monitor))
+    return out
+
+
+def system_audio_unavailable() -> str | None:
+    """Why system audio cannot be captured on this kind of system (a sentence), or None where it can."""
+    if sys.platform == "darwin":
+        return MACOS_UNAVAILABLE
+    if sys.platform.startswith("linux") or sys.platform == "win32":
+        return None
+    return f"Capturing system audio is not supported on this system ({sys.platform})."
+
+
+# -- the soundcard library ------------------------------------------------------------------------
+
+_SC_LOCK = threading.Lock()
+_NO_SERVER = "No sound server (PulseAudio or PipeWire) is running, so the system audio cannot be captured."
+
+
+def _soundcard():
+    """The ``soundcard`` module, connected to a running sound server (reconnected on Linux if lost)."""
+    reason = system_audio_unavailable()
+    if reason:
+        raise AudioDeviceError(reason)
+    with _SC_LOCK:
+        try:
+            import soundcard
+        except ImportError as exc:
+            raise AudioDeviceError(
+                "Capturing system audio needs the soundcard package, which is missing; "
+                "rerun the setup command from README.md."
+            ) from exc
+        except OSError as exc:  # the system library is missing (libpulse on Linux)
+            logger.info("soundcard could not load its system library: %s", exc)
+            raise AudioDeviceError(
+                "Capturing system audio needs the PulseAudio client library (libpulse0), which is missing; "
+                "install it with the system's package manager."
+                if sys.platform != "win32" else
+                f"The Windows audio system could not be used to capture system audio ({exc})."
+            ) from exc
+        except Exception as exc:  # Linux: soundcard asserts a connected server at import
+            logger.info("soundcard could not start: %r", exc)
+            raise AudioDeviceError(_NO_SERVER if sys.platform != "win32" else
+                                   "The Windows audio system could not be used to capture system audio.") from exc
+        if sys.platform != "win32":
+            _ensure_pulse_connection(sys.modules["soundcard.pulseaudio"])
+        return soundcard
+
+
+def _ensure_pulse_connection(pa) -> None:
+    """Replace soundcard's connection to the sound server if it was lost (server killed or restarted).
+
+    soundcard keeps one module-wide connection made at import; once the server
+    goes away every later call would fail. The dead connection is left alone
+    (streams of it may still be closing on other threads); a fresh one takes
+    its place for everything that follows.
+    """
+    lib = pa._pa
+    old = pa._pulse
+    if old._pa_context_get_state(old.context) == lib.PA_CONTEXT_READY:
+        return
+    logger.info("the connection to the sound server was lost; connecting again")
+    pa._pulse = _connect_pulse(pa)
+
+
+def _connect_pulse(pa, timeout: float = 5.0):
+    """A new soundcard ``_PulseAudio`` connection, without autospawning a server; cleaned up on failure."""
+    import atexit
+
+    lib, ffi = pa._pa, pa._ffi
+    conn = object.__new__(pa._PulseAudio)  # its __init__ asserts and leaks on failure; same steps, checked
+    conn.mainloop = lib.pa_threaded_mainloop_new()
+    conn.mainloop_api = lib.pa_threaded_mainloop_get_api(conn.mainloop)
+    conn.context = lib.pa_context_new(conn.mainloop_api, b"Sotto")
+    no_autospawn = 1  # PA_CONTEXT_NOAUTOSPAWN
+    lib.pa_context_connect(conn.context, ffi.NULL, no_autospawn, ffi.NULL)
+    lib.pa_threaded_mainloop_start(conn.mainloop)
+    pending = (lib.PA_CONTEXT_UNCONNECTED, lib.PA_CONTEXT_CONNECTING, lib.PA_CONTEXT_AUTHORIZING,
+               lib.PA_CONTEXT_SETTING_NAME)
+    deadline = time.monotonic() + timeout
+    state = conn._pa_context_get_state(conn.context)
+    while state in pending and time.monotonic() < deadline:
+        time.sleep(0.005)  # polling a C state machine that offers no wait here
+        state = conn._pa_context_get_state(conn.context)
+    if state != lib.PA_CONTEXT_READY:
+        conn._pa_context_disconnect(conn.context)
+        conn._pa_context_unref(conn.context)
+        lib.pa_threaded_mainloop_stop(conn.mainloop)
+        lib.pa_threaded_mainloop_free(conn.mainloop)
+        raise AudioDeviceError(_NO_SERVER)
+    atexit.register(conn._shutdown)
+    return conn
+
+
+class _ComThread:
+    """COM initialised on the current thread (Windows); a no-op elsewhere."""
+
+    def __enter__(self) -> _ComThread:
+        self._uninit = False
+        if sys.platform == "win32":
+            import ctypes
+
+            hr = ctypes.windll.ole32.CoInitializeEx(None, 0)  # COINIT_MULTITHREADED
+            # S_OK or S_FALSE: balance with CoUninitialize; RPC_E_CHANGED_MODE (an STA thread, e.g. Qt's): usable
+            self._uninit = hr in (0, 1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._uninit:
+            import ctypes
+
+            ctypes.windll.ole32.CoUninitialize()
+
+
+def list_output_devices() -> list[OutputDevice]:
+    """Outputs whose sound can be captured, the default marked (``[]`` on macOS, where none can yet)."""
+    if sys.platform == "darwin":
+        return []
+    try:
+        with _ComThread():
+            sc = _soundcard()
+            if sys.platform == "win32":
+                return _windows_outputs(sc)
+            return _pulse_listing(sc)
+    except AudioDeviceError:
+        raise
+    except Exception as exc:  # backend errors are RuntimeError, IndexError, AssertionError...
+        logger.exception("listing audio outputs failed")
+        raise AudioDeviceError(f"Could not list the audio outputs ({exc}).") from exc
+
+
+def _pulse_listing(sc) -> list[OutputDevice]:
+    speakers = sc.all_speakers()
+    try:
+        default = sc.default_speaker().id
+    except Exception:  # no default sink (no outputs at all)
+        default = None
+    sources = {m.id for m in sc.all_microphones(include_loopback=True)}
+    return pulse_outputs([(s.id, s.name, int(s.channels)) for s in speakers], sources, default)
+
+
+def _windows_outputs(sc) -> list[OutputDevice]:
+    try:
+        default = sc.default_speaker().id
+    except Exception:  # no default output endpoint
+        default = None
+    out = []
+    for spk in sc.all_speakers():
+        try:
+            channels = int(spk.channels)
+        except Exception:  # an unusual format blob: loopback still records the mix format
+            channels = CAPTURE_CHANNELS
+        out.append(OutputDevice(spk.name, spk.id, spk.id == default, channels, spk.id))
+    return out
+
+
+# -- the source -------------------------------------------------------------------------------------
+
+class SystemAudioSource:
+    """What an output device plays (default: the default output), as 16 kHz mono in a bounded ring buffer.
+
+    ``device`` names the output (id, name or part of the name, as
+    :func:`list_output_devices` shows them). The capture runs on its own
+    thread; gaps where the output delivers nothing are filled with silence.
+    """
+
+    def __init__(self, device: str | None = None, channel: str = "mix", buffer_seconds: float = 30.0,
+                 gap_tolerance: float = GAP_TOLERANCE_S) -> None:
+        reason = system_audio_unavailable()
+        if reason:
+            raise AudioDeviceError(reason)
+        self.device = choose_output(list_output_devices(), device)
+        self.name = f"System audio ({self.device.name})"
+        self.channel = channel
+        self._ring = RingBuffer(int(buffer_seconds * SAMPLE_RATE))
+        self._gaps = GapFiller(SAMPLE_RATE, gap_tolerance)
+        self._clock_lock = threading.Lock()  # one writer at a time, and the gap clock with it
+        self._stopped = threading.Event()
+        self._ready = threading.Event()
+        self._error: str | None = None
+        self._thread: WorkerThread | None = None
+        self.samples_captured = 0  # real audio delivered by the device
+        self.chunks = 0
+
+    @property
+    def duration(self) -> None:
+        """A live stream has no known length."""
+        return None
+
+    @property
+    def overflows(self) -> int:
+        """Times the reader fell so far behind that the oldest audio was overwritten."""
+        return self._ring.overflows
+
+    @property
+    def silence_filled(self) -> float:
+        """Seconds of silence added for gaps where the output delivered nothing."""
+        return self._gaps.filled / SAMPLE_RATE
+
+    def start(self) -> None:
+        """Open the capture on its own thread; raises :class:`AudioDeviceError` if it cannot open."""
+        if self._thread is not None:
+            return
+        self._thread = WorkerThread("sotto-system-audio", self._capture)
+        if not self._ready.wait(_OPEN_TIMEOUT_S):
+            self._stopped.set()
+            raise AudioDeviceError(
+                f"Capturing the sound of '{self.device.name}' did not start; the sound server may be busy."
+            )
+        if self._error:
+            raise AudioDeviceError(self._error)
+
+    # -- capture thread ------------------------------------------------------------------------
+    def _capture(self) -> None:
+        opened = False
+        try:
+            with _ComThread():
+                sc = _soundcard()
+                if sys.platform == "win32":
+                    # a 200 ms endpoint buffer rides out the GIL being held elsewhere; soundcard itself
+                    # returns zeros for the time WASAPI delivers no packets (nothing playing)
+                    mic = sc.get_microphone(self.device.capture_id, include_loopback=True)
+                    recorder = mic.recorder(samplerate=SAMPLE_RATE, channels=CAPTURE_CHANNELS,
+                                            blocksize=SAMPLE_RATE // 5)
+                    next_frames = recorder.record
+                else:
+                    # 50 ms fragments; without a block size PulseAudio picks ~2 s
+                    recorder = _pulse_recorder(self.device.capture_id, SAMPLE_RATE // 20)
+                    next_frames = None
+                with recorder as rec:
+                    if next_frames is None:
+                        next_frames = _PulseReader(rec).record
+                    with self._clock_lock:
+                        self._gaps.start(time.monotonic())
+                    opened = True
+                    self._ready.set()
+                    logger.info("capturing system audio from %s (%s)", self.device.name, self.device.capture_id)
+                    while not self._stopped.is_set():
+                        frames = next_frames(None)
+                        if frames is not None and frames.size:
+                            self._deliver(frames)
+        except Exception as exc:
+            if opened:
+                logger.warning("system audio capture from %s ended: %r", self.device.name, exc)
+                if not self._stopped.is_set():
+                    self._error = (f"Capturing the sound of '{self.device.name}' stopped; the output may have "
+                                   "been removed or the sound server restarted.")
+            else:
+                logger.warning("opening system audio capture from %s failed: %r", self.device.name, exc)
+                self._error = (exc.args[0] if isinstance(exc, AudioDeviceError) else
+                               f"The sound of '{self.device.name}' could not be captured; the output may have "
+                               "been removed or the sound server may be busy.")
+        finally:
+            self._ring.close()
+            self._ready.set()
+
+    def _deliver(self, frames: np.ndarray) -> None:
+        mono = downmix(frames, self.channel)
+        with self._clock_lock:
+            self._ring.write(mono)
+            self._gaps.audio(mono.shape[0], time.monotonic())
+        self.samples_captured += mono.shape[0]
+        self.chunks += 1
+
+    def _fill_gap(self) -> None:
+        with self._clock_lock:
+            owed = self._gaps.silence_due(time.monotonic())
+            if owed:
+                self._ring.write(np.zeros(owed, dtype=np.float32))
+
+    # -- reading side --------------------------------------------------------------------------
+    def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
+        """All audio captured so far once ``min_seconds`` are there (16 kHz mono).
+
+        Returns what there is (maybe empty) when ``timeout`` runs out, None once
+        stopped or interrupted, and raises :class:`AudioDeviceError` (after the
+        audio captured before) when the output went away.
+        """
+        if self._thread is None:
+            if self._stopped.is_set():
+                return None
+            self.start()
+        need = max(1, int(min_seconds * SAMPLE_RATE))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pieces: list[np.ndarray] = []
+        have = 0
+        while True:
+            if self._stopped.is_set():
+                return None
+            wait = _READ_SLICE_S if deadline is None else max(0.0, min(_READ_SLICE_S, deadline - time.monotonic()))
+            chunk = self._ring.wait_read(need - have, wait)
+            if chunk is not None and chunk.size:
+                pieces.append(chunk)
+                have += chunk.size
+            if self._stopped.is_set():
+                return None
+            if have >= need:
+                break
+            if self._ring.closed:
+                if pieces:
+                    break
+                if self._error:
+                    raise AudioDeviceError(self._error)
+                return None
+            self._fill_gap()
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        if not pieces:
+            return np.zeros(0, dtype=np.float32)
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def interrupt(self) -> None:
+        """From another thread: make a blocked ``read`` return None at once."""
+        self._stopped.set()
+        self._ring.close()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop capturing and close the stream; a blocked ``read`` returns None."""
+        self._stopped.set()
+        self._ring.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.alive:
+                logger.warning("the system audio capture thread did not end within %.1f s", timeout)
+
+
+def _pulse_recorder(source: str, blocksize: int):
+    """soundcard's Linux recorder for ``source``, connected so that the server never moves it.
+
+    By default PulseAudio (and pipewire-pulse) moves a stream whose source
+    goes away to the default source, which may be the microphone: system audio
+    would silently become the user's voice. With ``PA_STREAM_DONT_MOVE`` the
+    stream fails instead, and the source reports the output as gone. The
+    method is soundcard 0.4.6's ``_Recorder._connect_stream`` with that flag.
+    """
+    pa = sys.modules["soundcard.pulseaudio"]
+    lib, ffi = pa._pa, pa._ffi
+
+    class Recorder(pa._Recorder):
+        def _connect_stream(self, bufattr) -> None:
+            pa._pulse._pa_stream_connect_record(self.stream, self._id.encode(), bufattr,
+                                                lib.PA_STREAM_ADJUST_LATENCY | lib.PA_STREAM_DONT_MOVE)
+
+            @ffi.callback("pa_stream_request_cb_t")
+            def read_callback(stream, nbytes, userdata):
+                self._record_event.set()
+
+            self._callback = read_callback
+            pa._pulse._pa_stream_set_read_callback(self.stream, read_callback, ffi.NULL)
+
+    return Recorder(source, SAMPLE_RATE, CAPTURE_CHANNELS, blocksize)
+
+
+class _PulseReader:
+    """soundcard's Linux recorder, read without blocking for good while the output is quiet.
+
+    ``_Recorder.record`` waits until the monitor delivers, which for an idle
+    null or virtual sink is never, so the capture thread could not be stopped.
+    This waits at most ``wait`` seconds per call and raises once the stream has
+    failed (server gone, output removed). Relies on soundcard 0.4.6 internals.
+    """
+
+    def __init__(self, rec, wait: float = _READ_SLICE_S) -> None:
+        self._rec = rec
+        self._wait = wait
+        self._pa = sys.modules["soundcard.pulseaudio"]
+
+    def record(self, _numframes=None) -> np.ndarray | None:
+        pa, rec = self._pa, self._rec
+        pulse = pa._pulse
+        state = pulse._pa_stream_get_state(rec.stream)
+        if state != pa._pa.PA_STREAM_READY:
+            raise RuntimeError(f"the recording stream is in state {state}")
+        readable = pulse._pa_stream_readable_size(rec.stream)
+        if readable == 0:
+            rec._record_event.wait(self._wait)
+            rec._record_event.clear()
+            return None
+        if readable >= 2**31:  # (size_t) -1: an error
+            raise RuntimeError("the recording stream reported an error")
+        return rec.record(None)
+
+
+def open_system_source(spec: str, channel: str = "mix") -> SystemAudioSource:
+    """A :class:`SystemAudioSource` for ``system`` (the default output) or ``system:NAME``."""
+    if spec == "system":
+        return SystemAudioSource(None, channel=channel)
+    if spec.startswith("system:"):
+        return SystemAudioSource(spec[len("system:"):] or None, channel=channel)
+    raise ValueError(f"not a system audio spec: {spec!r}")
