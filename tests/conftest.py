@@ -114,3 +114,16 @@ def transcribe_stream(engine, audio: np.ndarray, chunk_s: float = 1.0, **options
     updates.append(st.finish())
     sentences = [s for u in updates for s in u.sentences]
     return sentences, st, updates
+
+
+def wait_for(predicate, timeout: float, what: str, poll: float = 0.05) -> None:
+    """Poll ``predicate`` until it holds (for state outside this process, e.g. a sound server or a
+    child's files, which offer nothing to wait on); fails after ``timeout`` seconds naming ``what``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(poll)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import wait_for
 from core.audio import loopback
 from core.audio.loopback import (
     MACOS_UNAVAILABLE,
@@ -150,13 +151,6 @@ def test_open_system_source_only_takes_system_specs():
 
 # -- real capture through a private PulseAudio server ---------------------------------------------
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)  # polling an external process; nothing to wait on
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _start_server(monkeypatch) -> tuple[dict, Path]:
@@ -171,7 +165,7 @@ def _start_server(monkeypatch) -> tuple[dict, Path]:
     env = dict(os.environ)
     subprocess.run(["pulseaudio", "-D", "-n", "--exit-idle-time=-1", "--load=module-native-protocol-unix"],
                    env=env, check=True, capture_output=True)
-    _wait_for(lambda: _pactl(env, "info").returncode == 0, 10, "pulseaudio")
+    wait_for(lambda: _pactl(env, "info").returncode == 0, 10, "pulseaudio")
     _pactl(env, "load-module", "module-null-sink", "sink_name=meeting",
            'sink_properties=device.description="Meeting\\ Speakers"', check=True)
     _pactl(env, "load-module", "module-null-sink", "sink_name=other", check=True)
@@ -181,7 +175,7 @@ def _start_server(monkeypatch) -> tuple[dict, Path]:
 
 def _stop_server(env: dict) -> None:
     subprocess.run(["pulseaudio", "--kill"], env=env, capture_output=True)
-    _wait_for(lambda: _pactl(env, "info").returncode != 0, 10, "pulseaudio to end")
+    wait_for(lambda: _pactl(env, "info").returncode != 0, 10, "pulseaudio to end")
 
 
 def _pactl(env: dict, *args: str, check: bool = False) -> subprocess.CompletedProcess:
@@ -407,9 +401,9 @@ def test_sotto_captions_what_the_meeting_says(pulse, shared, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "app", "caption", "system", "--target", "none", "--out", str(out)],
                             cwd=ROOT, env=pulse, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(lambda: (out / "captions.jsonl").exists() or proc.poll() is not None, 60, "capture to start")
+    wait_for(lambda: (out / "captions.jsonl").exists() or proc.poll() is not None, 60, "capture to start")
     subprocess.run(["paplay", "--device=meeting", str(shared / "asr" / "jfk.flac")], env=pulse, check=True, timeout=60)
-    _wait_for(lambda: "country" in (out / "source.srt").read_text().lower() if (out / "source.srt").exists()
+    wait_for(lambda: "country" in (out / "source.srt").read_text().lower() if (out / "source.srt").exists()
               else proc.poll() is not None, 30, "the last sentence to be committed")
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)

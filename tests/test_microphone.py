@@ -19,19 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wait_for
 from core.captions import normalize_english, word_error_rate
 
 pytestmark = pytest.mark.audio
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)  # polling an external process; nothing to wait on
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture()
@@ -46,7 +39,7 @@ def pulse():
          "--load=module-null-sink sink_name=feed"],
         env=env, check=True, capture_output=True,
     )
-    _wait_for(lambda: subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0, 10, "pulseaudio")
+    wait_for(lambda: subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0, 10, "pulseaudio")
     subprocess.run(["pactl", "load-module", "module-remap-source", "master=feed.monitor", "source_name=virtmic"],
                    env=env, check=True, capture_output=True)
     subprocess.run(["pactl", "set-default-source", "virtmic"], env=env, check=True)
@@ -60,7 +53,7 @@ def _start_caption(env: dict, out: Path) -> subprocess.Popen:
         [sys.executable, "-m", "app", "caption", "mic:pulse", "--target", "none", "--out", str(out)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    _wait_for(lambda: (out / "captions.jsonl").exists() or proc.poll() is not None, 60, "recording to start")
+    wait_for(lambda: (out / "captions.jsonl").exists() or proc.poll() is not None, 60, "recording to start")
     return proc
 
 
