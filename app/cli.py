@@ -72,6 +72,17 @@ def _cmd_desktop_entry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds (for --stop-after)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got '{text}'")
+    return value
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
@@ -107,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="an audio file, 'mic' for the default microphone, 'mic:NAME', "
                                  "'system' for what the computer plays, or 'system:OUTPUT'")
     p.add_argument("--realtime", action="store_true", help="replay a file in real time (as if it were live)")
+    p.add_argument("--stop-after", type=_seconds, metavar="SECONDS",
+                   help="stop after this many seconds (live sources), keep everything, exit 0")
     p.add_argument("--out", help="write captions.jsonl, source.srt, translation.srt and summary.json here")
     caption_options(p)
     p.set_defaults(func=terminal.caption)
@@ -115,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terminal", action="store_true", help="captions in the terminal instead of the app")
     p.add_argument("--source", help="with --terminal or no display: a file, 'mic' or 'mic:NAME' (default: the demo)")
     caption_options(p)
-    p.set_defaults(func=_cmd_run, out=None)
+    p.set_defaults(func=_cmd_run, out=None, stop_after=None)
 
     p = sub.add_parser("app", help="the desktop app (needs a display)")
     p.set_defaults(func=_cmd_app)

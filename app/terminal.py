@@ -205,6 +205,11 @@ def caption(args: argparse.Namespace) -> int:
         what = f"{source.name}" + (f" → {target}" if translator else "")
         sys.stderr.write(f"Captioning {what} (Ctrl+C stops; captions so far are kept)\n")
     stopped = _stop_on_signals(pipeline)
+    timer = None
+    if args.stop_after is not None:  # a planned end: everything is written and the exit status is 0
+        timer = threading.Timer(args.stop_after, pipeline.stop)
+        timer.daemon = True
+        timer.start()
     try:
         summary = pipeline.run(source)
     except KeyboardInterrupt:
@@ -213,6 +218,8 @@ def caption(args: argparse.Namespace) -> int:
         sys.stderr.write("\nStopped." + (f" Captions so far are in {out_dir}.\n" if out_dir else "\n"))
         return EXIT_INTERRUPTED
     finally:
+        if timer is not None:
+            timer.cancel()
         if translator is not None:
             translator.close()
     if display:

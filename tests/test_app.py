@@ -525,3 +525,22 @@ def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
     with qtbot.waitSignal(panel.change_requested) as blocker:
         panel.sparse_tree.setChecked(True)
     assert blocker.args == ["asr.sparse_tree", True]
+
+
+def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
+    """Caption from: the microphone, the default output's sound, each output the controller listed,
+    the demo; choosing one asks for that `audio.source`, and a saved one is shown again."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    outputs = [("system:meeting", "System audio: Meeting Speakers"), ("system:other", "System audio: Null Output")]
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], False, outputs)
+    qtbot.addWidget(panel)
+    assert [panel.source.itemData(i) for i in range(panel.source.count())] == [
+        "mic", "system", "system:meeting", "system:other", "demo"]
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.source.setCurrentIndex(panel.source.findData("system:other"))
+    assert blocker.args == ["audio.source", "system:other"]
+    panel.load(Settings().with_value("audio.source", "system:meeting"))
+    assert panel.source.currentData() == "system:meeting"

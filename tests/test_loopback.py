@@ -295,6 +295,35 @@ def test_listing_marks_the_default_output(pulse):
 
 
 @pytest.mark.audio
+def test_capture_follows_the_default_output_when_it_is_switched(pulse):
+    """Headphones plugged in (another default output): "system" moves to it, the clock keeps pace;
+    a named output stays where it is."""
+    follow, named = SystemAudioSource(), open_system_source("system:meeting")
+    follow.start()
+    named.start()
+    t0 = time.monotonic()
+    first = _read_for(follow, 0.5)
+    _pactl(pulse, "set-default-sink", "other", check=True)
+    chunks = [first]
+    wait_for(lambda: chunks.append(follow.read(0.1, timeout=0.2)) or follow.switches == 1, 10, "the switch")
+    assert follow.device.id == "other" and named.device.id == "meeting"
+    named.read(0.1, timeout=0.2)  # drop what the named source heard so far
+    players = [_play_tone(pulse, "other", 440.0, 1.5), _play_tone(pulse, "meeting", 1000.0, 1.5)]
+    tail = []
+    while any(p.poll() is None for p in players):
+        tail.append(follow.read(0.25, timeout=0.5))
+    tail.append(_read_for(follow, 0.5))
+    heard_named = _read_for(named, 0.3)
+    wall = time.monotonic() - t0
+    follow.stop()
+    named.stop()
+    audio = np.concatenate([*chunks, *tail])
+    assert abs(audio.size / RATE - wall) < 0.8, (audio.size / RATE, wall)  # no time lost in the switch
+    assert abs(_peak_hz(np.concatenate(tail)) - 440.0) < 5.0, "the new default's sound is captured"
+    assert abs(_peak_hz(heard_named) - 1000.0) < 5.0, "the named output is still the one captured"
+
+
+@pytest.mark.audio
 def test_quiet_output_still_gives_audio_in_real_time_and_interrupt_wakes_a_read(pulse):
     src = SystemAudioSource()
     src.start()
@@ -412,3 +441,51 @@ def test_sotto_captions_what_the_meeting_says(pulse, shared, tmp_path):
                     if line and "-->" not in line and not line.isdigit())
     reference = normalize_english((shared / "asr" / "jfk.txt").read_text())
     assert word_error_rate(reference, normalize_english(text)) <= 0.15, text
+
+
+@pytest.mark.audio
+def test_stop_after_ends_a_live_caption_run_with_everything_written(pulse, tmp_path):
+    import json
+    import sys
+
+    from conftest import ROOT
+
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "app", "caption", "system", "--target", "none", "--quiet",
+                           "--stop-after", "3", "--out", str(out)], cwd=ROOT, env=pulse, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["captions.jsonl", "source.srt", "summary.json"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "realtime" and summary["source"] == "System audio (Meeting Speakers)"
+    assert 2.0 <= summary["audio_seconds"] <= 6.0, summary["audio_seconds"]
+    bad = subprocess.run([sys.executable, "-m", "app", "caption", "system", "--stop-after", "soon"], cwd=ROOT,
+                         env=pulse, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "expected a positive number of seconds, got 'soon'" in bad.stderr
+
+
+@pytest.mark.audio
+def test_level_meter_listens_to_the_system_audio(pulse):
+    """The settings panel's meter on "system": silence while nothing plays, loud while a tone plays."""
+    from core.audio.level import SILENCE_DB, LevelMonitor
+
+    levels: list[float] = []
+    errors: list[str] = []
+    loud = threading.Event()
+
+    def on_level(db: float) -> None:
+        levels.append(db)
+        if db > -20.0:
+            loud.set()
+
+    monitor = LevelMonitor("system", on_level, errors.append)
+    try:
+        wait_for(lambda: len(levels) >= 5, 10, "the first readings")
+        quiet = list(levels)
+        player = _play_tone(pulse, "meeting", 440.0, 2.0)
+        assert loud.wait(10), (levels[-5:], errors)
+        player.wait(10)
+    finally:
+        monitor.stop()
+    assert not errors and not monitor.alive
+    assert max(quiet) <= SILENCE_DB + 1, quiet

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from core import logger
 from core.audio.level import LevelMonitor
+from core.audio.loopback import list_output_devices, system_audio_unavailable
+from core.audio.sources import is_live, list_input_devices
 from core.compute import cuda_available
 from core.errors import SottoError
 from core.models.store import ModelStore, check_reference
@@ -118,13 +121,17 @@ class SettingsController(QObject):
 
     def _make_panel(self) -> SettingsPanel:
         devices: list[tuple[str, str]] = []
+        outputs: list[tuple[str, str]] = []
         try:
-            from core.audio.sources import list_input_devices
-
             devices = [(d.name, f"{d.name} ({d.hostapi})") for d in list_input_devices()]
         except SottoError as exc:
             self.problem.emit(str(exc))
-        panel = SettingsPanel(self.settings, self.store.list(), devices, cuda_available())
+        if system_audio_unavailable() is None:
+            try:
+                outputs = [(f"system:{o.id}", f"System audio: {o.name}") for o in list_output_devices()]
+            except SottoError as exc:  # no sound server: "System audio" still says why when started
+                logger.info("outputs not listed: %s", exc)
+        panel = SettingsPanel(self.settings, self.store.list(), devices, cuda_available(), outputs)
         panel.change_requested.connect(self.apply)
         panel.download_requested.connect(self.start_download)
         panel.cancel_download.connect(self.downloads.cancel)
@@ -168,11 +175,15 @@ class SettingsController(QObject):
         if self._level is not None:
             self._level.stop()
             self._level = None
-        if wanted and self.settings.audio.source == "mic":
+        audio = self.settings.audio
+        live = audio.source == "mic" or is_live(audio.source)
+        if wanted and live:
+            spec = (f"mic:{audio.device}" if audio.device else "mic") if audio.source == "mic" else audio.source
             signals = self._level_signals
-            self._level = LevelMonitor(self.settings.audio.device, signals.level.emit, signals.error.emit)
+            self._level = LevelMonitor(spec, signals.level.emit, signals.error.emit)
         elif wanted and self.panel is not None:
-            self.panel.show_level_error("The meter listens to the microphone; choose Microphone above to use it.")
+            self.panel.show_level_error("The meter listens to live sound; choose the microphone or system audio "
+                                        "above to use it.")
 
     def stop_meter(self) -> None:
         """Stop the level meter and its thread."""

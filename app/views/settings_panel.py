@@ -120,7 +120,8 @@ class SettingsPanel(QDialog):
     meter_wanted = Signal(bool)  # the Audio tab is shown / hidden
 
     def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
-                 cuda_available: bool, parent: QWidget | None = None) -> None:
+                 cuda_available: bool, outputs: list[tuple[str, str]] | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Sotto settings")
         self.setObjectName("settingsPanel")
@@ -130,7 +131,7 @@ class SettingsPanel(QDialog):
         self.tabs.addTab(self._captions_tab(), "Captions")
         self.tabs.addTab(self._languages_tab(), "Languages")
         self.tabs.addTab(self._models_tab(models), "Models")
-        self.tabs.addTab(self._audio_tab(devices), "Audio")
+        self.tabs.addTab(self._audio_tab(devices, outputs or []), "Audio")
         self.tabs.addTab(self._display_tab(), "Display")
         self.tabs.addTab(self._compute_tab(cuda_available), "Compute")
         self.tabs.currentChanged.connect(self._tab_changed)
@@ -263,11 +264,13 @@ class SettingsPanel(QDialog):
         if path:
             self.change_requested.emit(key, path)
 
-    def _audio_tab(self, devices: list[tuple[str, str]]) -> QWidget:
+    def _audio_tab(self, devices: list[tuple[str, str]], outputs: list[tuple[str, str]]) -> QWidget:
+        """``devices``: (name, label) of the inputs; ``outputs``: (source, label) of the outputs whose
+        sound can be captured."""
         w = QWidget()
         form = QFormLayout(w)
         self.source = _combo([("mic", "Microphone"), ("system", "System audio (what the computer plays)"),
-                              ("demo", "Demo recording (JFK, 11 s)")])
+                              *outputs, ("demo", "Demo recording (JFK, 11 s)")])
         self.choose_file = QPushButton("Audio file…")
         row = QHBoxLayout()
         row.addWidget(self.source, 1)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import logger
 from ..errors import AudioError
 from ..threads import WorkerThread
-from .sources import MicrophoneSource
+from .sources import AudioSource, open_source
 
 SILENCE_DB = -90.0
 
@@ -25,7 +25,10 @@ def level_dbfs(samples: np.ndarray) -> float:
 
 
 class LevelMonitor:
-    """Opens an input device and reports its level about ``rate`` times a second on its own thread.
+    """Opens a live source and reports its level about ``rate`` times a second on its own thread.
+
+    ``spec`` is a live source as :func:`~core.audio.sources.open_source` takes it: ``mic``,
+    ``mic:DEVICE``, ``system`` or ``system:OUTPUT``; a bare device name means that microphone.
 
     ``on_level(dbfs)`` gets each reading; ``on_error(message)`` gets a plain
     sentence if the device cannot be opened or stops (the thread then ends).
@@ -33,22 +36,22 @@ class LevelMonitor:
 
     def __init__(
         self,
-        device: str | int | None,
+        spec: str,
         on_level: Callable[[float], None],
         on_error: Callable[[str], None],
         rate: float = 15.0,
     ) -> None:
-        self._device = device
+        self._spec = spec if spec.startswith(("mic", "system")) else f"mic:{spec}"
         self._on_level = on_level
         self._on_error = on_error
         self._interval = 1.0 / rate
         self._stop = threading.Event()
-        self._source: MicrophoneSource | None = None
+        self._source: AudioSource | None = None
         self._thread = WorkerThread("sotto-level", self._loop)
 
     def _loop(self) -> None:
         try:
-            self._source = MicrophoneSource(self._device or None)
+            self._source = open_source(self._spec)
             if self._stop.is_set():
                 return
             self._source.start()

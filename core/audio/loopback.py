@@ -47,6 +47,7 @@ CAPTURE_CHANNELS = 2  # record stereo and mix down (WASAPI loopback in mono retu
 GAP_TOLERANCE_S = 0.5  # no audio for longer than this is a gap, filled with silence
 _READ_SLICE_S = 0.1  # how often a waiting read checks for gaps, errors and stops
 _OPEN_TIMEOUT_S = 10.0
+FOLLOW_CHECK_S = 1.0  # how often a capture of "the default output" checks whether the default changed
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,12 @@ class SystemAudioSource:
     ``device`` names the output (id, name or part of the name, as
     :func:`list_output_devices` shows them). The capture runs on its own
     thread; gaps where the output delivers nothing are filled with silence.
+
+    Without ``device`` the source follows the default output: when the user
+    switches it (headphones plugged in, another output chosen) or the output in
+    use goes away while another is the default, capture moves to the new default
+    within about :data:`FOLLOW_CHECK_S`; the gap is silence, so the audio clock
+    keeps pace. A named output that goes away ends the capture with one sentence.
     """
 
     def __init__(self, device: str | None = None, channel: str = "mix", buffer_seconds: float = 30.0,
@@ -331,7 +338,9 @@ class SystemAudioSource:
         if reason:
             raise AudioDeviceError(reason)
         self.device = choose_output(list_output_devices(), device)
+        self.follow_default = device is None
         self.name = f"System audio ({self.device.name})"
+        self.switches = 0  # times the capture moved to a new default output
         self.channel = channel
         self._ring = RingBuffer(int(buffer_seconds * SAMPLE_RATE))
         self._gaps = GapFiller(SAMPLE_RATE, gap_tolerance)
@@ -373,47 +382,88 @@ class SystemAudioSource:
 
     # -- capture thread ------------------------------------------------------------------------
     def _capture(self) -> None:
-        opened = False
         try:
             with _ComThread():
                 sc = _soundcard()
-                if sys.platform == "win32":
-                    # a 200 ms endpoint buffer rides out the GIL being held elsewhere; soundcard itself
-                    # returns zeros for the time WASAPI delivers no packets (nothing playing)
-                    mic = sc.get_microphone(self.device.capture_id, include_loopback=True)
-                    recorder = mic.recorder(samplerate=SAMPLE_RATE, channels=CAPTURE_CHANNELS,
-                                            blocksize=SAMPLE_RATE // 5)
-                    next_frames = recorder.record
-                else:
-                    # 50 ms fragments; without a block size PulseAudio picks ~2 s
-                    recorder = _pulse_recorder(self.device.capture_id, SAMPLE_RATE // 20)
-                    next_frames = None
-                with recorder as rec:
-                    if next_frames is None:
-                        next_frames = _PulseReader(rec).record
+                while not self._stopped.is_set():
+                    moved_to = self._capture_one(sc)
+                    if moved_to is None:
+                        return
+                    logger.info("the default output is now %s; capturing it instead of %s",
+                                moved_to.name, self.device.name)
+                    self.device = moved_to
+                    self.switches += 1
+        except Exception as exc:  # _soundcard() failing: no server, no library
+            logger.warning("opening system audio capture failed: %r", exc)
+            self._error = (exc.args[0] if isinstance(exc, AudioDeviceError) else
+                           "The system audio could not be captured; the sound server may be busy.")
+        finally:
+            self._ring.close()
+            self._ready.set()
+
+    def _capture_one(self, sc) -> OutputDevice | None:
+        """Capture ``self.device`` until stopped (None) or, when following the default, until another
+        output becomes the default or this one goes away while another is the default (that output)."""
+        opened = False
+        try:
+            if sys.platform == "win32":
+                # a 200 ms endpoint buffer rides out the GIL being held elsewhere; soundcard itself
+                # returns zeros for the time WASAPI delivers no packets (nothing playing)
+                mic = sc.get_microphone(self.device.capture_id, include_loopback=True)
+                recorder = mic.recorder(samplerate=SAMPLE_RATE, channels=CAPTURE_CHANNELS,
+                                        blocksize=SAMPLE_RATE // 5)
+                next_frames = recorder.record
+            else:
+                # 50 ms fragments; without a block size PulseAudio picks ~2 s
+                recorder = _pulse_recorder(self.device.capture_id, SAMPLE_RATE // 20)
+                next_frames = None
+            with recorder as rec:
+                if next_frames is None:
+                    next_frames = _PulseReader(rec).record
+                if not self._ready.is_set():
                     with self._clock_lock:
                         self._gaps.start(time.monotonic())
-                    opened = True
-                    self._ready.set()
-                    logger.info("capturing system audio from %s (%s)", self.device.name, self.device.capture_id)
-                    while not self._stopped.is_set():
-                        frames = next_frames(None)
-                        if frames is not None and frames.size:
-                            self._deliver(frames)
+                opened = True
+                self._ready.set()
+                logger.info("capturing system audio from %s (%s)", self.device.name, self.device.capture_id)
+                checked = time.monotonic()
+                while not self._stopped.is_set():
+                    frames = next_frames(None)
+                    if frames is not None and frames.size:
+                        self._deliver(frames)
+                    if self.follow_default and time.monotonic() - checked >= FOLLOW_CHECK_S:
+                        checked = time.monotonic()
+                        new = self._new_default()
+                        if new is not None:
+                            return new
+            return None
         except Exception as exc:
+            if self._stopped.is_set():
+                return None
+            new = self._new_default() if opened and self.follow_default else None
+            if new is not None:
+                return new
             if opened:
                 logger.warning("system audio capture from %s ended: %r", self.device.name, exc)
-                if not self._stopped.is_set():
-                    self._error = (f"Capturing the sound of '{self.device.name}' stopped; the output may have "
-                                   "been removed or the sound server restarted.")
+                self._error = (f"Capturing the sound of '{self.device.name}' stopped; the output may have "
+                               "been removed or the sound server restarted.")
             else:
                 logger.warning("opening system audio capture from %s failed: %r", self.device.name, exc)
                 self._error = (exc.args[0] if isinstance(exc, AudioDeviceError) else
                                f"The sound of '{self.device.name}' could not be captured; the output may have "
                                "been removed or the sound server may be busy.")
-        finally:
-            self._ring.close()
-            self._ready.set()
+            return None
+
+    def _new_default(self) -> OutputDevice | None:
+        """The default output when it is another one than the output captured now (else None)."""
+        try:
+            outputs = list_output_devices()
+        except AudioDeviceError:
+            return None
+        default = next((o for o in outputs if o.is_default), None)
+        if default is None or default.capture_id == self.device.capture_id:
+            return None
+        return default
 
     def _deliver(self, frames: np.ndarray) -> None:
         mono = downmix(frames, self.channel)
