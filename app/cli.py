@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("caption", help="caption an audio file (or 'mic') in the terminal")
     p.add_argument("input", help="an audio file, 'mic' for the default microphone, 'mic:NAME', "
-                                 "'system' for what the computer plays, or 'system:OUTPUT'")
+                                 "'system' for what the computer plays, 'system:OUTPUT', or 'both' "
+                                 "(the microphone as 'me' and what the computer plays as 'them')")
     p.add_argument("--realtime", action="store_true", help="replay a file in real time (as if it were live)")
     p.add_argument("--stop-after", type=_seconds, metavar="SECONDS",
                    help="stop after this many seconds (live sources), keep everything, exit 0")

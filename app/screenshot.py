@@ -18,7 +18,8 @@ def default_recording() -> Path:
 
 def _rich(view) -> bool:
     """A frame worth showing: finished lines, an unfinished line with unconfirmed words, a partial translation."""
-    return bool(view.lines and view.committed and view.shown_tentative and view.shown_translation)
+    p = view.partial
+    return bool(view.lines and p.committed and p.shown_tentative and p.shown_translation)
 
 
 def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> list[Path]:
@@ -57,7 +58,7 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
     class Collect:
         def on_view(self, view):
             views.append(view)
-            if _rich(view) and len(view.committed.split()) >= 4:
+            if _rich(view) and len(view.partial.committed.split()) >= 4:
                 pipeline.stop()
 
         def on_progress(self, progress):
@@ -75,7 +76,7 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
         if translator is not None:
             translator.close()
     rich = [v for v in views if _rich(v)]
-    view = max(rich, key=lambda v: len(v.shown_partial)) if rich else (views[-1] if views else None)
+    view = max(rich, key=lambda v: len(v.partial.shown_source)) if rich else (views[-1] if views else None)
     if view is None:
         raise SottoError(f"No speech was recognised in {recording}; choose another recording.")
 

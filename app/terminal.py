@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from core.stream import CaptionView, Progress
+from core.stream import CaptionView, Progress, speaker_label
 
 
 def status_printer(quiet: bool = False):
@@ -46,6 +46,11 @@ CYAN = "\033[36m"
 BOLD = "\033[1m"
 RESET = "\033[0m"
 CLEAR_LINE = "\033[2K"
+
+
+def _said(sentence) -> str:
+    """A finished sentence, after its speaker's name when there are several streams."""
+    return f"{speaker_label(sentence.speaker)}: {sentence.text}" if sentence.speaker else sentence.text
 
 
 def _fit(text: str, width: int) -> str:
@@ -108,7 +113,7 @@ class TerminalDisplay:
             self._flush_all = True
             self._progress = ""
             if self._view is not None:
-                self._view.committed = self._view.shown_tentative = self._view.shown_translation = ""
+                self._view.partials = []
             self._render()
             self._clear_live()
             self.stream.flush()
@@ -132,7 +137,7 @@ class TerminalDisplay:
                 line = lines[self._printed_lines]
                 if self.show_translation and line.translation is None and not self._flush_all:
                     break
-                out.write(f"{BOLD if self.tty else ''}{line.sentence.text}{RESET if self.tty else ''}\n")
+                out.write(f"{BOLD if self.tty else ''}{_said(line.sentence)}{RESET if self.tty else ''}\n")
                 if self.show_translation and line.translation:
                     out.write(f"{CYAN if self.tty else '  → '}{line.translation}{RESET if self.tty else ''}\n")
                 self._printed_lines += 1
@@ -143,15 +148,16 @@ class TerminalDisplay:
         if view is not None:
             pending = view.lines[self._printed_lines:]
             for line in pending:
-                live.append(_fit(line.sentence.text, width))
-            committed = view.committed
-            tentative = view.shown_tentative
-            if committed or tentative:
-                text = _fit((committed + " " + tentative).strip(), width)
-                cut = max(0, len(text) - len(tentative))
-                live.append(text[:cut] + DIM + text[cut:] + RESET)
-            if self.show_translation and view.shown_translation:
-                live.append(f"{CYAN}{DIM}{ITALIC}{_fit(view.shown_translation, width)}{RESET}")
+                live.append(_fit(_said(line.sentence), width))
+            for partial in view.partials:
+                label = f"{speaker_label(partial.speaker)}: " if partial.speaker else ""
+                committed, tentative = partial.committed, partial.shown_tentative
+                if committed or tentative:
+                    text = _fit((label + committed + " " + tentative).strip(), width)
+                    cut = max(0, len(text) - len(tentative))
+                    live.append(text[:cut] + DIM + text[cut:] + RESET)
+                if self.show_translation and partial.shown_translation:
+                    live.append(f"{CYAN}{DIM}{ITALIC}{_fit(partial.shown_translation, width)}{RESET}")
         if self._progress:
             live.append(f"{DIM}{_fit(self._progress, width)}{RESET}")
         for text in live:
@@ -166,7 +172,7 @@ EXIT_INTERRUPTED = 130
 
 def caption(args: argparse.Namespace) -> int:
     """``sotto caption``: caption a file or a microphone in the terminal; returns the exit status."""
-    from core.audio.sources import is_live, open_source
+    from core.audio.sources import is_live, open_streams
     from core.models.store import ModelStore
     from core.session import CaptionPipeline, create_asr_engine, create_translator
     from core.settings import load_settings
@@ -191,7 +197,9 @@ def caption(args: argparse.Namespace) -> int:
     source_spec = args.input
     if source_spec == "mic" and settings.audio.device:
         source_spec = f"mic:{settings.audio.device}"
-    source = open_source(source_spec, realtime=args.realtime, channel=settings.audio.channel)
+    sources = open_streams(source_spec, realtime=args.realtime, channel=settings.audio.channel,
+                           device=settings.audio.device)
+    name = " + ".join(s.name for s in sources.values())
     store = ModelStore()
     status = status_printer(args.quiet)
     asr = create_asr_engine(settings, store, status)
@@ -202,7 +210,7 @@ def caption(args: argparse.Namespace) -> int:
                                realtime=args.realtime or is_live(source_spec))
     if not args.quiet:
         target = settings.translation.target
-        what = f"{source.name}" + (f" → {target}" if translator else "")
+        what = name + (f" → {target}" if translator else "")
         sys.stderr.write(f"Captioning {what} (Ctrl+C stops; captions so far are kept)\n")
     stopped = _stop_on_signals(pipeline)
     timer = None
@@ -211,7 +219,7 @@ def caption(args: argparse.Namespace) -> int:
         timer.daemon = True
         timer.start()
     try:
-        summary = pipeline.run(source)
+        summary = pipeline.run_streams(sources)
     except KeyboardInterrupt:
         if display:
             display.close()

@@ -8,7 +8,9 @@ audio → :class:`TranscriptUpdate` (speech recognition) → :class:`Translation
 - the **partial** line is the sentence still being spoken; its **committed** start
   never changes, its **tentative** rest may;
 - **shown** means after display-only mask-k (what the screen has), everything else
-  is the model's output.
+  is the model's output;
+- a **speaker** names the stream a sentence came from when there are several
+  (``me``: the microphone, ``them``: what the computer plays); "" when there is one.
 
 Nothing here imports another part of Sotto but :mod:`core.text`, so every stage can depend on it.
 """
@@ -37,14 +39,23 @@ class Word:
         return Word(self.start + offset, self.end + offset, self.text, self.probability)
 
 
+ME, THEM = "me", "them"  # the speakers of a meeting: the microphone, and what the computer plays
+
+
+def speaker_label(speaker: str) -> str:
+    """How a speaker is written before a caption ("Me", "Them"; "" for a single stream)."""
+    return speaker.capitalize()
+
+
 @dataclass(frozen=True)
 class Sentence:
     """A committed, finished sentence: what the translator freezes and the SRT lists."""
 
     index: int
     text: str
-    start: float
+    start: float  # seconds of its stream's audio (each stream counts its own samples)
     end: float
+    speaker: str = ""
 
 
 @dataclass
@@ -78,6 +89,7 @@ class TranscriptUpdate:
     window_seconds: float
     timings: StageTimings = field(default_factory=StageTimings)
     final: bool = False
+    speaker: str = ""
 
     @property
     def partial(self) -> str:
@@ -105,6 +117,7 @@ class TranslationUpdate:
     partial_translation: str
     audio_time: float
     seconds: float = 0.0
+    speaker: str = ""  # whose partial sentence ``partial_source`` is
 
 
 @dataclass
@@ -117,20 +130,38 @@ class CaptionLine:
 
 
 @dataclass
+class PartialLine:
+    """One stream's partial sentence as shown."""
+
+    committed: str = ""  # committed start of the partial sentence (always shown whole)
+    shown_tentative: str = ""  # the part of its tentative words left after mask-k
+    shown_translation: str = ""  # the part of its translation left after mask-k
+    hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
+    speaker: str = ""
+
+    @property
+    def shown_source(self) -> str:
+        """The partial source line as shown."""
+        return join_parts(self.committed, self.shown_tentative)
+
+
+@dataclass
 class CaptionView:
-    """Everything a display needs for one frame."""
+    """Everything a display needs for one frame: the finished lines in the order they were
+    committed, and each stream's partial line (one for a single stream)."""
 
     lines: list[CaptionLine]
-    committed: str  # committed start of the partial sentence (always shown whole)
-    shown_tentative: str  # the part of its tentative words left after mask-k
-    shown_translation: str  # the part of its translation left after mask-k
-    hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
+    partials: list[PartialLine] = field(default_factory=lambda: [PartialLine()])
     audio_time: float = 0.0
 
     @property
-    def shown_partial(self) -> str:
-        """The partial source line as shown."""
-        return join_parts(self.committed, self.shown_tentative)
+    def partial(self) -> PartialLine:
+        """The first stream's partial line (the only one with a single stream)."""
+        return self.partials[0] if self.partials else PartialLine()
+
+    def partial_of(self, speaker: str) -> PartialLine:
+        """The partial line of ``speaker``'s stream (an empty one if it has none)."""
+        return next((p for p in self.partials if p.speaker == speaker), PartialLine(speaker=speaker))
 
 
 @dataclass

@@ -82,12 +82,12 @@ def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtb
     width = overlay.width() - 28
     checked = 0
     for before, after in zip(views, views[1:]):
-        if len(after.lines) != len(before.lines) or not before.committed:
+        if len(after.lines) != len(before.lines) or not before.partial.committed:
             continue
-        old = wrap_paragraph([(before.committed, COMMITTED)], width, overlay._measure)
-        new = wrap_paragraph([(after.committed, COMMITTED), (after.shown_tentative, "tentative")],
+        old = wrap_paragraph([(before.partial.committed, COMMITTED)], width, overlay._measure)
+        new = wrap_paragraph([(after.partial.committed, COMMITTED), (after.partial.shown_tentative, "tentative")],
                              width, overlay._measure)
-        assert after.committed.strip().startswith(before.committed.strip())
+        assert after.partial.committed.strip().startswith(before.partial.committed.strip())
         assert [line_text(x) for x in old[:-1]] == [line_text(x) for x in new[: len(old) - 1]]
         checked += 1
     assert checked >= 1 and len(views) >= 3
@@ -235,7 +235,7 @@ def test_stop_is_quick_and_leaves_no_threads(qtbot, controller, shared):
     controller.bridge.view_changed.connect(views.append)
     controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
     controller.toggle_start()
-    qtbot.waitUntil(lambda: any(v.shown_partial or v.lines for v in views), timeout=120_000)
+    qtbot.waitUntil(lambda: any(v.partial.shown_source or v.lines for v in views), timeout=120_000)
     t0 = time.monotonic()
     controller.toggle_start()  # Stop
     qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
@@ -255,14 +255,14 @@ def test_pause_commits_the_line_and_resume_continues(qtbot, controller, shared):
     controller.bridge.view_changed.connect(views.append)
     controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
     controller.toggle_start()
-    qtbot.waitUntil(lambda: any(v.shown_partial for v in views), timeout=120_000)
+    qtbot.waitUntil(lambda: any(v.partial.shown_source for v in views), timeout=120_000)
     controller.window.pause.click()
     qtbot.waitUntil(lambda: controller.service.state == "paused", timeout=5_000)
-    qtbot.waitUntil(lambda: bool(views and not views[-1].shown_partial and views[-1].lines), timeout=30_000)
+    qtbot.waitUntil(lambda: bool(views and not views[-1].partial.shown_source and views[-1].lines), timeout=30_000)
     committed = len(views[-1].lines)
     controller.window.pause.click()  # resume
     qtbot.waitUntil(lambda: controller.service.state == "running", timeout=5_000)
-    qtbot.waitUntil(lambda: len(views[-1].lines) > committed or bool(views[-1].shown_partial), timeout=60_000)
+    qtbot.waitUntil(lambda: len(views[-1].lines) > committed or bool(views[-1].partial.shown_source), timeout=60_000)
     controller.toggle_start()
     qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
 
@@ -538,7 +538,7 @@ def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
     panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], False, outputs)
     qtbot.addWidget(panel)
     assert [panel.source.itemData(i) for i in range(panel.source.count())] == [
-        "mic", "system", "system:meeting", "system:other", "demo"]
+        "mic", "system", "system:meeting", "system:other", "both", "demo"]
     with qtbot.waitSignal(panel.change_requested) as blocker:
         panel.source.setCurrentIndex(panel.source.findData("system:other"))
     assert blocker.args == ["audio.source", "system:other"]

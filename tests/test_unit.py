@@ -141,11 +141,11 @@ def test_caption_policy_masks_partial_lines_only():
     for translation_k, shown in ((None, "eins zwei"), (0, "eins zwei drei vier fünf")):
         policy = CaptionPolicy(3, "en", "de", translation_mask_k=translation_k)
         view = policy.on_transcript(asr([], "and so", " my fellow americans ask not"))
-        assert view.shown_partial == "and so my fellow"  # committed words are never hidden
+        assert view.partial.shown_source == "and so my fellow"  # committed words are never hidden
         view = policy.on_translation(TranslationUpdate([], "and so my", "eins zwei drei vier fünf", 1.0))
-        assert view.shown_translation == shown
+        assert view.partial.shown_translation == shown
         s = Sentence(0, "And so my fellow Americans ask not.", 0.0, 1.0)
         policy.on_transcript(asr([s], "", ""))
         view = policy.on_translation(TranslationUpdate([FrozenTranslation(s, "Und so.")], "", "", 2.0))
-        assert view.lines[0].translation == "Und so." and view.shown_translation == ""
-        assert policy.view(final=True).hidden_tokens == 0
+        assert view.lines[0].translation == "Und so." and view.partial.shown_translation == ""
+        assert policy.view(final=True).partial.hidden_tokens == 0

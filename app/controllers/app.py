@@ -113,7 +113,8 @@ class AppController(QObject):
 
     def _source_words(self) -> str:
         src = self.settings.audio.source
-        names = {"mic": "Microphone", "system": "System audio", "demo": "Demo recording"}
+        names = {"mic": "Microphone", "system": "System audio", "both": "Meeting (me and them)",
+                 "demo": "Demo recording"}
         return names.get(src) or (f"System audio ({src[7:]})" if src.startswith("system:") else Path(src).name)
 
     def _on_message(self, level: str, text: str) -> None:

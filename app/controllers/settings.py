@@ -178,7 +178,8 @@ class SettingsController(QObject):
         audio = self.settings.audio
         live = audio.source == "mic" or is_live(audio.source)
         if wanted and live:
-            spec = (f"mic:{audio.device}" if audio.device else "mic") if audio.source == "mic" else audio.source
+            mic = f"mic:{audio.device}" if audio.device else "mic"
+            spec = mic if audio.source in ("mic", "both") else audio.source  # "both": the microphone's level
             signals = self._level_signals
             self._level = LevelMonitor(spec, signals.level.emit, signals.error.emit)
         elif wanted and self.panel is not None:

@@ -19,14 +19,19 @@ from PySide6.QtGui import QAction, QColor, QFont, QFontMetricsF, QMouseEvent, QP
 from PySide6.QtWidgets import QMenu, QSizeGrip, QWidget
 
 from core.captions.metrics import ErasureMeter
-from core.stream import CaptionView
 from core.settings import OverlaySettings
+from core.stream import CaptionView, speaker_label
 
 from .layout import COMMITTED, TENTATIVE, VisualLine, line_text, wrap_paragraph
 
 PADDING = 14
 TRACK_GAP = 6
 
+
+
+def _label(speaker: str) -> str:
+    """The speaker's name before a caption when there are several streams ("Them: ")."""
+    return f"{speaker_label(speaker)}: " if speaker else ""
 
 class CaptionOverlay(QWidget):
     """The caption window users keep on top of their meeting or video."""
@@ -148,20 +153,23 @@ class CaptionOverlay(QWidget):
         view = self._view
         if view is None:
             return []
-        paragraphs = [[(line.sentence.text.strip(), COMMITTED)] for line in view.lines[-8:]]
-        partial = [(view.committed.strip(), COMMITTED), (view.shown_tentative.strip(), TENTATIVE)]
-        if any(text for text, _ in partial):
-            paragraphs.append(partial)
+        paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
+                      for line in view.lines[-8:]]
+        for p in view.partials:
+            partial = [(p.committed.strip(), COMMITTED), (p.shown_tentative.strip(), TENTATIVE)]
+            if any(text for text, _ in partial):
+                paragraphs.append([(_label(p.speaker).rstrip(), COMMITTED), *partial] if p.speaker else partial)
         return paragraphs
 
     def _translation_parts(self) -> list[list[tuple[str, str]]]:
         view = self._view
         if view is None:
             return []
-        paragraphs = [[((line.translation or line.provisional or "…").strip(),
+        paragraphs = [[(_label(line.sentence.speaker) + (line.translation or line.provisional or "…").strip(),
                         COMMITTED if line.translation else TENTATIVE)] for line in view.lines[-8:]]
-        if view.shown_translation.strip():
-            paragraphs.append([(view.shown_translation.strip(), TENTATIVE)])
+        for p in view.partials:
+            if p.shown_translation.strip():
+                paragraphs.append([(_label(p.speaker) + p.shown_translation.strip(), TENTATIVE)])
         return paragraphs
 
     def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float) -> list[VisualLine]:

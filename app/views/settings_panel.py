@@ -270,7 +270,8 @@ class SettingsPanel(QDialog):
         w = QWidget()
         form = QFormLayout(w)
         self.source = _combo([("mic", "Microphone"), ("system", "System audio (what the computer plays)"),
-                              *outputs, ("demo", "Demo recording (JFK, 11 s)")])
+                              *outputs, ("both", "Meeting: microphone (me) and system audio (them)"),
+                              ("demo", "Demo recording (JFK, 11 s)")])
         self.choose_file = QPushButton("Audio file…")
         row = QHBoxLayout()
         row.addWidget(self.source, 1)

@@ -333,8 +333,26 @@ class MicrophoneSource:
 
 
 def is_live(spec: str) -> bool:
-    """True for a live source (``mic``, ``mic:DEVICE``, ``system``, ``system:OUTPUT``), False for a file."""
-    return spec in ("mic", "system") or spec.startswith(("mic:", "system:"))
+    """True for a live source (``mic``, ``mic:DEVICE``, ``system``, ``system:OUTPUT``, ``both``), False for a file."""
+    return spec in ("mic", "system", "both") or spec.startswith(("mic:", "system:"))
+
+
+def open_streams(spec: str, realtime: bool = False, channel: str = "mix",
+                 device: str | None = None) -> dict[str, AudioSource]:
+    """The sources of a run by speaker: ``{"": source}`` for one source (see :func:`open_source`);
+    for ``both``, what the computer plays as ``them`` and the microphone (``device``, default:
+    the default input) as ``me``, the microphone behind an echo gate that the system audio feeds,
+    so speech the microphone picks up from the speakers is not captioned twice."""
+    if spec != "both":
+        return {"": open_source(spec, realtime=realtime, channel=channel)}
+    from ..stream import ME, THEM
+    from .echo import EchoGate, EchoGatedSource, ReferenceTap
+    from .loopback import open_system_source
+
+    gate = EchoGate()
+    them = ReferenceTap(open_system_source("system", channel=channel), gate)
+    me = EchoGatedSource(MicrophoneSource(device or None, channel=channel), gate)
+    return {THEM: them, ME: me}  # the system audio is read first: the gate needs it before the microphone
 
 
 def open_source(spec: str, realtime: bool = False, channel: str = "mix") -> AudioSource:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..stream import CaptionLine, CaptionView, TranscriptUpdate, TranslationUpdate
+from ..stream import CaptionLine, CaptionView, PartialLine, TranscriptUpdate, TranslationUpdate
 from ..text import join_parts, joiner, tokenize
 from .metrics import ErasureMeter
 
@@ -35,17 +35,29 @@ def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
 
 
 @dataclass
+class _Partial:
+    """One stream's partial sentence as the models gave it."""
+
+    committed: str = ""
+    tentative: str = ""
+    translation: str = ""
+
+
+@dataclass
 class CaptionPolicy:
-    """Merges source and translation into what is shown, and measures its flicker."""
+    """Merges source and translation into what is shown, and measures its flicker.
+
+    With several streams (``speakers``, e.g. ``("them", "me")``) each has its own
+    partial line; finished lines of all streams are listed in the order they were
+    committed.
+    """
 
     mask_k: int = 3
     source_lang: str = "en"
     target_lang: str | None = None
     translation_mask_k: int | None = None  # None: same as mask_k; 0 when mask-k is applied in the draft
+    speakers: tuple[str, ...] = ("",)
     lines: list[CaptionLine] = field(default_factory=list)
-    committed: str = ""
-    tentative: str = ""
-    partial_translation: str = ""
     audio_time: float = 0.0
 
     def __post_init__(self) -> None:
@@ -55,27 +67,30 @@ class CaptionPolicy:
         self.translation_display = ErasureMeter(self.target_lang)
         self._by_index: dict[int, CaptionLine] = {}
         self._translated_upto = 0  # lines[:n] all have final translations
+        self._partials = {speaker: _Partial() for speaker in self.speakers}
 
     # -- inputs ------------------------------------------------------------------------
     def on_transcript(self, update: TranscriptUpdate) -> CaptionView:
         """Take a transcript update; returns the new view."""
-        if update.sentences and self.partial_translation:
+        partial = self._partials.setdefault(update.speaker, _Partial())
+        if update.sentences and partial.translation:
             # the partial translation on screen belonged to the sentence now finished: it stays with
             # that line (as shown, masked) until the final translation replaces it
-            shown, _ = mask_tokens(self.partial_translation, self._translation_k(), self.target_lang)
+            shown, _ = mask_tokens(partial.translation, self._translation_k(), self.target_lang)
             pending = CaptionLine(update.sentences[0], provisional=shown or None)
-            self.partial_translation = ""
+            partial.translation = ""
         else:
             pending = None
         for sentence in update.sentences:
             line = pending if pending is not None and pending.sentence is sentence else CaptionLine(sentence)
             self.lines.append(line)
             self._by_index[sentence.index] = line
-        self.committed = update.committed
-        self.tentative = update.tentative
-        self.audio_time = update.audio_time
-        self._record_source(final=update.final)
-        return self.view(final=update.final)
+        partial.committed = update.committed
+        partial.tentative = update.tentative
+        self.audio_time = max(self.audio_time, update.audio_time)
+        final = update.final and len(self._partials) == 1  # with several streams the others stay masked
+        self._record_source(final=final)
+        return self.view(final=final)
 
     def on_translation(self, update: TranslationUpdate) -> CaptionView:
         """Take a translation update; returns the new view."""
@@ -85,7 +100,7 @@ class CaptionPolicy:
                 line.translation = frozen.text
         while self._translated_upto < len(self.lines) and self.lines[self._translated_upto].translation is not None:
             self._translated_upto += 1
-        self.partial_translation = update.partial_translation
+        self._partials.setdefault(update.speaker, _Partial()).translation = update.partial_translation
         self._record_translation()
         return self.view()
 
@@ -94,12 +109,15 @@ class CaptionPolicy:
         return self.mask_k if self.translation_mask_k is None else self.translation_mask_k
 
     def view(self, final: bool = False) -> CaptionView:
-        """What to show now."""
+        """What to show now (``final``: nothing hidden)."""
         k = 0 if final else self.mask_k
         k_tr = 0 if final else self._translation_k()
-        tentative, hidden = mask_tokens(self.tentative, k, self.source_lang)
-        translation, _ = mask_tokens(self.partial_translation, k_tr, self.target_lang)
-        return CaptionView(list(self.lines), self.committed, tentative, translation, hidden, self.audio_time)
+        shown = []
+        for speaker, p in self._partials.items():
+            tentative, hidden = mask_tokens(p.tentative, k, self.source_lang)
+            translation, _ = mask_tokens(p.translation, k_tr, self.target_lang)
+            shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker))
+        return CaptionView(list(self.lines), shown, self.audio_time)
 
     # -- metrics -------------------------------------------------------------------------
     def _finished_source(self) -> str:
@@ -107,23 +125,24 @@ class CaptionPolicy:
 
     def _record_source(self, final: bool = False) -> None:
         done = self._finished_source()
-        self.source_output.add(join_parts(done, self.committed, self.tentative))
+        self.source_output.add(join_parts(done, *(join_parts(p.committed, p.tentative)
+                                                  for p in self._partials.values())))
         view = self.view(final=final)
-        self.source_display.add(join_parts(done, view.shown_partial))
+        self.source_display.add(join_parts(done, *(p.shown_source for p in view.partials)))
 
-    def _translation_text(self, partial: str) -> str:
+    def _translation_text(self, partials: list[str]) -> str:
         sep = joiner(self.target_lang)
         finished = sep.join(line.translation or "" for line in self.lines[: self._translated_upto])
-        return (finished + sep + partial).strip() if partial else finished.strip()
+        return sep.join(t for t in (finished, *partials) if t).strip()
 
     def _record_translation(self) -> None:
-        self.translation_output.add(self._translation_text(self.partial_translation))
-        self.translation_display.add(self._translation_text(self.view().shown_translation))
+        self.translation_output.add(self._translation_text([p.translation for p in self._partials.values()]))
+        self.translation_display.add(self._translation_text([p.shown_translation for p in self.view().partials]))
 
     def finish(self) -> None:
         """Record the final state (nothing hidden)."""
-        self.partial_translation = ""
-        self.committed = self.tentative = ""
+        for partial in self._partials.values():
+            partial.committed = partial.tentative = partial.translation = ""
         self._record_source(final=True)
         if self.target_lang:
             self._record_translation()

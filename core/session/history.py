@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import SottoError
 from ..paths import data_dir
 from ..captions.subtitles import to_srt, to_vtt, write_text_atomic
+from ..stream import speaker_label
 from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
@@ -30,6 +31,7 @@ class HistoryEntry:
     end: float
     source: str
     translation: str | None = None
+    speaker: str = ""  # "me" or "them" when the session captioned several streams
 
 
 @dataclass
@@ -73,7 +75,8 @@ def read_session(path: Path) -> HistorySession:
             session.target = event.get("target")
         elif kind == TRANSCRIPT:
             for s in event.get("sentences", []):
-                entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip())
+                entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip(),
+                                     speaker=str(s.get("speaker", "")))
                 by_index[entry.index] = entry
                 session.entries.append(entry)
         elif kind == TRANSLATION:
@@ -140,7 +143,8 @@ def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = No
             parts.append(e.source)
         if which in ("translation", "both") and e.translation:
             parts.append(e.translation)
-        return "\n".join(parts)
+        said = "\n".join(parts)
+        return f"{speaker_label(e.speaker)}: {said}" if e.speaker and said else said
 
     cues = [(e.start, e.end, text(e)) for e in entries]
     if fmt == "srt":

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..captions.subtitles import to_srt, write_text_atomic
-from ..stream import TranscriptUpdate, TranslationUpdate
+from ..stream import TranscriptUpdate, TranslationUpdate, speaker_label
 
 JOURNAL_FILE = "captions.jsonl"
 # Record kinds: the session header, a transcript update, a translation update.
@@ -47,7 +47,7 @@ class CaptionJournal:
         """Journal a transcript update (``shown``: the partial line as displayed); finished
         sentences also go into ``source.srt``."""
         for s in update.sentences:
-            self.source_cues.append((s.start, s.end, s.text))
+            self.source_cues.append((s.start, s.end, _said(s.speaker, s.text)))
         if update.sentences:
             write_text_atomic(self.directory / "source.srt", to_srt(self.source_cues))
         self._record({
@@ -59,6 +59,7 @@ class CaptionJournal:
             "tentative": update.tentative,
             "shown": shown,
             "final": update.final,
+            **({"speaker": update.speaker} if update.speaker else {}),
             "asr_s": round(update.timings.asr, 4),
         })
 
@@ -67,7 +68,7 @@ class CaptionJournal:
         translations also go into ``translation.srt``."""
         for f in update.frozen:
             s = f.sentence
-            self.translation_cues[s.index] = (s.start, s.end, f.text)
+            self.translation_cues[s.index] = (s.start, s.end, _said(s.speaker, f.text))
         if update.frozen:
             self._write_translation()
         self._record({
@@ -79,6 +80,7 @@ class CaptionJournal:
             "partial_translation": update.partial_translation,
             "shown": shown,
             "translate_s": round(update.seconds, 4),
+            **({"speaker": update.speaker} if update.speaker else {}),
         })
 
     def _write_translation(self) -> None:
@@ -92,6 +94,11 @@ class CaptionJournal:
         self._write_translation()
         write_text_atomic(self.directory / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
         self._jsonl.close()
+
+
+def _said(speaker: str, text: str) -> str:
+    """A caption for the subtitle files, after its speaker's name when there are several streams."""
+    return f"{speaker_label(speaker)}: {text.strip()}" if speaker else text
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -12,8 +12,10 @@ order, so results are reproducible. Displays plug in through :class:`PipelineLis
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -58,6 +60,18 @@ class NullListener:
         """Ignore."""
 
 
+@dataclass
+class Stream:
+    """One audio source of a run, with the speaker its sentences are labelled with ("" when alone)
+    and its own transcriber (VAD, window, agreement); the speech model is shared."""
+
+    speaker: str
+    source: AudioSource
+    transcriber: StreamingTranscriber
+    done: bool = False
+    was_paused: bool = False
+
+
 def _translation_mask_k(settings: Settings) -> int | None:
     """The policy's on-screen mask for the translation: none when mask-k is applied in the draft."""
     return 0 if settings.captions.mask_mode == "draft" else None
@@ -92,6 +106,7 @@ class CaptionPipeline:
         self.realtime = realtime
         target = settings.translation.target if translation_engine is not None else None
         # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
+        self._target = target
         self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target,
                                     translation_mask_k=_translation_mask_k(settings))
         self.stats = RunStats(realtime)
@@ -100,14 +115,14 @@ class CaptionPipeline:
         self._quick_stop = False
         self._paused = threading.Event()
         self._shared_worker = translation_worker  # outlives this run (the service's)
-        self._source: AudioSource | None = None
+        self.streams: list[Stream] = []
+        self._sentences = 0  # sentences numbered so far, over all streams
         self._t0 = 0.0
         self._errors: list[str] = []
         self._translation_failed = False
         self.journal: CaptionJournal | None = None
         self._translation: TranslationWorker | InlineTranslation | None = None
         self._streaming_translator: StreamingTranslator | None = None
-        self.transcriber: StreamingTranscriber | None = None
 
     # -- control (any thread) ------------------------------------------------------------------
     def stop(self, quick: bool = False) -> None:
@@ -122,14 +137,14 @@ class CaptionPipeline:
         self._quick_stop = quick
         self._stop.set()
         if quick:
-            source, transcriber = self._source, self.transcriber
-            if transcriber is not None:
-                transcriber.abort()  # a decode waiting for the CPU is skipped
+            streams = list(self.streams)
+            for stream in streams:
+                stream.transcriber.abort()  # a decode waiting for the CPU is skipped
             self.asr_engine.interrupt()  # a threaded engine stops waiting for a decode in progress
             if self.translation_engine is not None:
                 self.translation_engine.interrupt()  # frees the CPU within one model call
-            if source is not None:
-                source.interrupt()  # wakes a blocked read at once; the run loop closes the source
+            for stream in streams:
+                stream.source.interrupt()  # wakes a blocked read at once; the run loop closes the source
 
     def pause(self, paused: bool) -> None:
         """Pause or resume (thread-safe). Pausing commits the unfinished line; audio
@@ -156,74 +171,99 @@ class CaptionPipeline:
     # -- the loop ------------------------------------------------------------------------
     def run(self, source: AudioSource) -> RunSummary:
         """Caption ``source`` to the end (or until :meth:`stop`); returns the summary."""
-        self.transcriber = StreamingTranscriber(self.asr_engine, streaming_options(self.settings))
+        return self.run_streams({"": source})
+
+    def run_streams(self, sources: dict[str, AudioSource]) -> RunSummary:
+        """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
+        audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
+        options = streaming_options(self.settings)
+        self.streams = [Stream(speaker, source, StreamingTranscriber(self.asr_engine, options))
+                        for speaker, source in sources.items()]
+        if len(self.streams) > 1:
+            self.policy = CaptionPolicy(self.settings.captions.mask_k, self.settings.asr.language, self._target,
+                                        translation_mask_k=_translation_mask_k(self.settings),
+                                        speakers=tuple(sources))
         if self.out_dir is not None:
-            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header(source))
+            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header())
         self._translation = self._open_translation()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
         interrupted: BaseException | None = None
-        self._source = source
         try:
-            source.start()
-            self._read_loop(source)
+            for stream in self.streams:
+                stream.source.start()
+            self._read_loop()
             if self._quick_stop:
                 self._finish_quickly()
             else:
-                self._on_transcript(self.transcriber.finish())
+                for stream in self.streams:
+                    self._on_transcript(stream, stream.transcriber.finish())
         except BaseException as exc:  # KeyboardInterrupt or an error: keep what was produced
             interrupted = exc
             raise
         finally:
-            source.stop()
+            for stream in self.streams:
+                stream.source.stop()
             self._close_translation(cancel=self._quick_stop or interrupted is not None)
             with self._lock:
                 self.policy.finish()
-            summary = self._summary(source, time.process_time() - cpu0, interrupted)
+            summary = self._summary(time.process_time() - cpu0, interrupted)
             if self.journal is not None:
                 self.journal.close(summary.to_dict())
         return summary
 
-    def _read_loop(self, source: AudioSource) -> None:
-        assert self.transcriber is not None
-        was_paused = False
-        while not self._stop.is_set():
-            chunk = source.read(self.settings.asr.min_chunk_s, timeout=0.5)
-            if chunk is None:
-                return
-            if chunk.size == 0:
-                continue
-            paused = self._paused.is_set()
-            if paused and not was_paused:
-                self._on_transcript(self.transcriber.finish(decode=False))
-            was_paused = paused
-            if paused:  # silence keeps the clock in step with the audio; VAD drops it cheaply
-                chunk = np.zeros_like(chunk)
-            for update in self.transcriber.push(chunk):
-                self._on_transcript(update)
-            self._progress(source)
+    def _read_loop(self) -> None:
+        """Each stream in turn: take all audio that arrived since its last read, decode what is due.
+        A live source produces audio in real time, so waiting on one lets the others fill up."""
+        min_chunk = self.settings.asr.min_chunk_s
+        while not self._stop.is_set() and not all(s.done for s in self.streams):
+            for stream in self.streams:
+                if stream.done or self._stop.is_set():
+                    continue
+                chunk = stream.source.read(min_chunk, timeout=0.5)
+                if chunk is None:
+                    stream.done = True
+                    continue
+                if chunk.size == 0:
+                    continue
+                self._push(stream, chunk)
+            self._progress()
+
+    def _push(self, stream: Stream, chunk: np.ndarray) -> None:
+        paused = self._paused.is_set()
+        if paused and not stream.was_paused:
+            self._on_transcript(stream, stream.transcriber.finish(decode=False))
+        stream.was_paused = paused
+        if paused:  # silence keeps the clock in step with the audio; VAD drops it cheaply
+            chunk = np.zeros_like(chunk)
+        for update in stream.transcriber.push(chunk):
+            self._on_transcript(stream, update)
 
     def _finish_quickly(self) -> None:
-        """Commit the unfinished line as last recognised and give it the translation last shown."""
-        assert self.transcriber is not None
+        """Commit each unfinished line as last recognised and give it the translation last shown."""
         st = self._streaming_translator
-        last_source, last_translation = (st.last_partial if st is not None else ("", ""))
-        update = self.transcriber.finish(decode=False)
-        self._on_transcript(update, translate=False)
+        last = {s.speaker: st.last_partial(s.speaker) if st is not None else ("", "") for s in self.streams}
+        updates = []
+        for stream in self.streams:
+            updates.append(self._on_transcript(stream, stream.transcriber.finish(decode=False), translate=False))
         if st is None or self._translation_failed:
             return
         left = self._translation.finish(cancel=True) if self._translation is not None else []
-        frozen = [FrozenTranslation(s, last_translation) for s in (*left, *update.sentences)
-                  if last_translation and s.text.strip() == last_source.strip()]
+        frozen = []
+        for update in updates:
+            source, translation = last[update.speaker]
+            matching = [FrozenTranslation(s, translation) for s in (*left, *update.sentences)
+                        if translation and s.speaker == update.speaker and s.text.strip() == source.strip()]
+            frozen += matching[-1:]
         if frozen:
-            self._on_translation(TranslationUpdate(frozen[-1:], "", "", update.audio_time))
+            self._on_translation(TranslationUpdate(frozen, "", "", max(u.audio_time for u in updates)))
 
-    def _progress(self, source: AudioSource) -> None:
-        assert self.transcriber is not None
+    def _progress(self) -> None:
         wall = time.monotonic() - self._t0
-        lag = self.stats.on_read(wall, self.transcriber.audio_time)
-        self.listener.on_progress(
-            Progress(self.transcriber.audio_time, source.duration, wall, lag, self.transcriber.window.seconds))
+        audio_time = min(s.transcriber.audio_time for s in self.streams)
+        lag = self.stats.on_read(wall, audio_time)
+        window = max(s.transcriber.window.seconds for s in self.streams)
+        self.listener.on_progress(Progress(audio_time, self.streams[0].source.duration, wall, lag, window))
 
     # -- translation routing -----------------------------------------------------------------
     def _open_translation(self) -> TranslationWorker | InlineTranslation | None:
@@ -250,16 +290,28 @@ class CaptionPipeline:
     def _now(self) -> float:
         return time.monotonic() - self._t0
 
-    def _on_transcript(self, update: TranscriptUpdate, translate: bool = True) -> None:
+    def _on_transcript(self, stream: Stream, update: TranscriptUpdate, translate: bool = True) -> TranscriptUpdate:
+        update = self._label(stream, update)
         now = self._now()
         with self._lock:
             self.stats.on_transcript(now, update)
             view = self.policy.on_transcript(update)
             if self.journal is not None:
-                self.journal.transcript(now, update, view.shown_partial)
+                self.journal.transcript(now, update, view.partial_of(update.speaker).shown_source)
             self.listener.on_view(view)
         if translate and self._translation is not None and not self._translation_failed:
             self._translation.submit(update)
+        return update
+
+    def _label(self, stream: Stream, update: TranscriptUpdate) -> TranscriptUpdate:
+        """With several streams: the update's speaker, and sentence numbers counted over all streams."""
+        if len(self.streams) == 1:
+            return update
+        sentences = []
+        for s in update.sentences:
+            sentences.append(dataclasses.replace(s, index=self._sentences, speaker=stream.speaker))
+            self._sentences += 1
+        return dataclasses.replace(update, sentences=sentences, speaker=stream.speaker)
 
     def _on_translation(self, update: TranslationUpdate) -> None:
         now = self._now()
@@ -267,7 +319,7 @@ class CaptionPipeline:
             self.stats.on_translation(now, update)
             view = self.policy.on_translation(update)
             if self.journal is not None:
-                self.journal.translation(now, update, view.shown_translation)
+                self.journal.translation(now, update, view.partial_of(update.speaker).shown_translation)
             self.listener.on_view(view)
 
     def _on_translate_error(self, exc: SottoError) -> None:
@@ -278,20 +330,20 @@ class CaptionPipeline:
         self.listener.on_message("error", message)
 
     # -- summary -----------------------------------------------------------------------------
-    def _journal_header(self, source: AudioSource) -> dict:
+    def _journal_header(self) -> dict:
         translating = self.translation_engine is not None
         return {
-            "source": source.name,
+            "source": " + ".join(s.source.name for s in self.streams),
             "language": self.settings.asr.language,
             "target": self.settings.translation.target if translating else None,
             "asr_model": self.settings.asr.model,
             "translation_model": self.settings.translation.model if translating else None,
         }
 
-    def _summary(self, source: AudioSource, cpu: float, interrupted: BaseException | None) -> RunSummary:
+    def _summary(self, cpu: float, interrupted: BaseException | None) -> RunSummary:
         wall = self._now()
-        tr = self.transcriber
-        audio = tr.audio_time if tr else 0.0
+        transcribers = [s.transcriber for s in self.streams]
+        audio = max((t.audio_time for t in transcribers), default=0.0)
         asr = self.settings.asr
         translation = None
         st = self._streaming_translator
@@ -303,7 +355,7 @@ class CaptionPipeline:
                 dropped_partials=self._translation.dropped_partials if self._translation is not None else 0)
         return RunSummary(
             sotto_version=__version__,
-            source=source.name,
+            source=" + ".join(s.source.name for s in self.streams),
             mode="realtime" if self.realtime else "fast",
             audio_seconds=round(audio, 3),
             wall_seconds=round(wall, 3),
@@ -316,13 +368,13 @@ class CaptionPipeline:
             asr=ASRInfo(
                 engine=self.asr_engine.name,
                 model=asr.model if asr.engine == "faster-whisper" else f"{asr.drafter}->{asr.verifier}",
-                decodes=tr.decodes if tr else 0,
-                max_window_seconds=round(tr.max_window_seconds, 3) if tr else 0.0),
+                decodes=sum(t.decodes for t in transcribers),
+                max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3)),
             translation=translation,
             normalized_erasure=self.policy.metrics(),
             mask_k=self.settings.captions.mask_k,
             mask_mode=self.settings.captions.mask_mode,
-            overflows=source.overflows,
+            overflows=sum(s.source.overflows for s in self.streams),
             errors=list(self._errors),
             completed=interrupted is None and not self._stop.is_set(),
             latency_seconds=self.stats.latencies(),

@@ -20,7 +20,7 @@ from typing import Protocol
 from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.threaded import ThreadedEngine
-from ..audio.sources import is_live, open_source
+from ..audio.sources import is_live, open_streams
 from ..errors import ModelError, SottoError
 from ..models.store import ModelStore
 from ..paths import demo_sample
@@ -243,7 +243,8 @@ class CaptionService:
         settings = self.settings
         if spec is None:
             spec, _ = source_spec(settings)
-        source = open_source(spec, realtime=True, channel=settings.audio.channel)
+        sources = open_streams(spec, realtime=True, channel=settings.audio.channel, device=settings.audio.device)
+        name = " + ".join(s.name for s in sources.values())
         directory = self.history.new_session_dir()
         assert self.asr_engine is not None
         pipeline = CaptionPipeline(settings, self.asr_engine, self.translation_engine, self.listener, directory,
@@ -252,11 +253,11 @@ class CaptionService:
             stop_requested = self.state == STOPPING
             self._pipeline = pipeline
             if not stop_requested:
-                what = "the microphone" if spec == "mic" or spec.startswith("mic:") else source.name
+                what = "the microphone" if spec == "mic" or spec.startswith("mic:") else name
                 self._set_state(RUNNING, f"Listening to {what}")
         if stop_requested:
             pipeline.stop(quick=True)
-        summary = pipeline.run(source)
+        summary = pipeline.run_streams(sources)
         self.last_session = SessionInfo(directory, summary)
         if summary.no_speech and summary.completed:
-            self.listener.on_message("info", f"No speech was heard in {source.name}.")
+            self.listener.on_message("info", f"No speech was heard in {name}.")

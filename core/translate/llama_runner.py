@@ -123,7 +123,7 @@ class LlamaRunner:
         self.eos = self.llm.token_eos()
         self.bos = self.llm.token_bos()
         self.metadata = dict(self.llm.metadata or {})
-        self._newline_tokens: set[int] | None = None
+        self._stops: dict[int, bool] = {}  # is_stop's answers, per token
         self.evaluated = 0  # tokens run through the model since load (for metrics)
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
 
@@ -194,19 +194,25 @@ class LlamaRunner:
         return out[-1] if logits_from is None else out
 
     def is_stop(self, token: int) -> bool:
-        """End of generation: end-of-sequence, end-of-turn or a newline."""
-        import llama_cpp
+        """End of generation: end-of-sequence, end-of-turn, any other control token or a newline.
 
-        if token == self.eos or llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token):
-            return True
-        if self._newline_tokens is None:
-            self._newline_tokens = set()
-        if token in self._newline_tokens:
-            return True
-        if b"\n" in self.llm._model.token_to_piece(token, special=False):
-            self._newline_tokens.add(token)
-            return True
-        return False
+        A translation never contains a control token: a model that writes one (a chat
+        template's ``<start_of_turn>`` or ``<|im_start|>``, ``<bos>``, ``<pad>``) has left
+        its answer, and detokenizing would drop the token but keep what follows ("user").
+        """
+        stop = self._stops.get(token)
+        if stop is None:
+            import llama_cpp
+
+            vocab = self.llm._model.vocab
+            stop = bool(
+                token == self.eos
+                or llama_cpp.llama_vocab_is_eog(vocab, token)
+                or llama_cpp.llama_vocab_is_control(vocab, token)
+                or b"\n" in self.llm._model.token_to_piece(token, special=False)
+            )
+            self._stops[token] = stop
+        return stop
 
     def close(self) -> None:
         """Free the model and context."""

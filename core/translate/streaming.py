@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
@@ -20,62 +21,76 @@ class TranslationEngine(Protocol):
     def clear_interrupt(self) -> None: ...
 
 
+@dataclass
+class _PartialState:
+    """What one stream's partial sentence was last translated as."""
+
+    source: str = ""
+    translation: str = ""
+    draft: list[int] = field(default_factory=list)  # the tokens of ``translation``: the next draft
+
+
 class StreamingTranslator:
     """Keeps one partial translation per unfinished sentence; freezes finished ones.
 
     The previous translation of the growing sentence is passed as the draft of
     the next one (SSBD verifies it; the plain AR engine ignores it), and the
-    last partial translation of a sentence is the draft of its final one.
+    last partial translation of a sentence is the draft of its final one. With
+    several streams (speakers) each partial sentence has its own draft.
     """
 
     def __init__(self, engine: TranslationEngine) -> None:
         self.engine = engine
-        self._last_partial_source = ""
-        self._last_partial = ""
-        self._draft: list[int] = []
+        self._partials: dict[str, _PartialState] = {}
         self.calls = 0
         self.draft_tokens = 0
         self.accepted_tokens = 0
         self.output_tokens = 0
 
-    def _run(self, source: str) -> TranslationResult:
-        result = self.engine.translate(source, self._draft)
+    def _run(self, source: str, draft: list[int]) -> TranslationResult:
+        result = self.engine.translate(source, draft)
         self.calls += 1
         self.draft_tokens += result.draft_tokens
         self.accepted_tokens += result.accepted_tokens
         self.output_tokens += len(result.tokens)
         return result
 
-    @property
-    def last_partial(self) -> tuple[str, str]:
-        """The unfinished source sentence last translated, and its translation."""
-        return self._last_partial_source, self._last_partial
+    def _state(self, speaker: str) -> _PartialState:
+        return self._partials.setdefault(speaker, _PartialState())
+
+    def last_partial(self, speaker: str = "") -> tuple[str, str]:
+        """``speaker``'s partial sentence last translated, and its translation."""
+        state = self._state(speaker)
+        return state.source, state.translation
 
     def update(self, asr: TranscriptUpdate) -> TranslationUpdate | None:
         """Translate what changed in ``asr``; None if nothing did."""
-        return self.translate(asr.sentences, asr.partial, asr.audio_time)
+        return self.translate(asr.sentences, asr.partial, asr.audio_time, asr.speaker)
 
-    def translate(self, sentences: list[Sentence], partial_source: str, audio_time: float) -> TranslationUpdate | None:
-        """Freeze ``sentences`` (all of them, in order) and re-translate ``partial_source`` if it changed."""
+    def translate(self, sentences: list[Sentence], partial_source: str, audio_time: float,
+                  speaker: str = "") -> TranslationUpdate | None:
+        """Freeze ``sentences`` (all of them, in order) and re-translate ``speaker``'s ``partial_source``
+        if it changed."""
         frozen: list[FrozenTranslation] = []
-        results: list[TranslationResult] = []
+        seconds = 0.0  # model time, without waits for the compute gate
         for sentence in sentences:
-            result = self._run(sentence.text)
-            self._draft = []  # the next sentence starts without a draft
-            results.append(result)
+            state = self._state(sentence.speaker)
+            result = self._run(sentence.text, state.draft)
+            state.draft = []  # the next sentence starts without a draft
+            seconds += result.seconds
             frozen.append(FrozenTranslation(sentence, result.text))
-        partial_changed = partial_source != self._last_partial_source
+        state = self._state(speaker)
+        partial_changed = partial_source != state.source
         if partial_changed:
-            self._last_partial_source = partial_source
+            state.source = partial_source
             if partial_source:
-                result = self._run(partial_source)
-                self._draft = result.tokens
-                results.append(result)
-                self._last_partial = result.text
+                result = self._run(partial_source, state.draft)
+                state.draft = result.tokens
+                state.translation = result.text
+                seconds += result.seconds
             else:
-                self._last_partial = ""
-                self._draft = []
+                state.translation = ""
+                state.draft = []
         if not frozen and not partial_changed:
             return None
-        compute = sum(r.seconds for r in results)  # model time, without waits for the compute gate
-        return TranslationUpdate(frozen, partial_source, self._last_partial, audio_time, compute)
+        return TranslationUpdate(frozen, partial_source, state.translation, audio_time, seconds, speaker)

@@ -125,7 +125,14 @@ class LlamaTranslator:
         self.name = self._name()
         self._chat_formatter = None
         if self.style == "chat":
-            self._chat_formatter = self._make_chat_formatter()
+            try:
+                self._chat_formatter = self._make_chat_formatter()
+            except ModelError as exc:
+                if self.options.prompt_style == "chat":  # asked for explicitly: say why it cannot be
+                    self.runner.close()
+                    raise
+                logger.warning("%s Using the few-shot prompt instead.", exc)
+                self.style = "few-shot"
         logger.info("translator %s, prompt style %s", Path(model_path).name, self.style)
 
     def _name(self) -> str:
@@ -155,13 +162,31 @@ class LlamaTranslator:
         self.runner.interrupt.clear()
 
     def _make_chat_formatter(self):
+        """The model's chat template, checked once: it must render a translation request and
+        end it with the start of the model's reply (the generation prompt)."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         template = self.runner.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelError("This translation model has no chat template; set the prompt style to few-shot.")
         eos, bos = self.runner.special_token_texts()
-        return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        probe = chat_messages("Good morning.", self.options.source_lang, self.options.target_lang)
+        try:
+            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            asking = formatter(messages=probe).prompt
+            told = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
+                                       add_generation_prompt=False)(messages=probe).prompt
+        except Exception as exc:  # a template is a program: syntax errors, raise_exception(), missing keys
+            logger.exception("the chat template of %s failed", self.runner.path.name)
+            raise ModelError(
+                "This translation model's chat template could not be used; set the prompt style to few-shot."
+            ) from exc
+        if asking == told:
+            raise ModelError(
+                "This translation model's chat template does not start the model's reply; "
+                "set the prompt style to few-shot."
+            )
+        return formatter
 
     def prompt_text(self, source: str) -> str:
         """The full prompt for ``source`` (the translation is generated after it)."""
@@ -276,6 +301,7 @@ class LlamaTranslator:
         what greedy decoding would produce.
         """
         opts = self.options
+        draft = self._usable_draft(draft)
         if opts.draft_mask_k:
             draft = draft[: max(0, len(draft) - opts.draft_mask_k)]
         draft = draft[:max_new]
@@ -318,6 +344,19 @@ class LlamaTranslator:
         if len(step.tokens) < max_new:
             self._greedy(self.runner.eval([token]), step, max_new)
         return step
+
+    def _usable_draft(self, draft: list[int]) -> list[int]:
+        """The draft up to its first stop token (or a token not in the vocabulary).
+
+        Generation ends before a stop token, so an output never holds one; a draft that does
+        (end-of-turn, EOS, a template's control token) ends there rather than being accepted
+        into the output.
+        """
+        runner = self.runner
+        for i, token in enumerate(draft):
+            if not 0 <= token < runner.n_vocab or runner.is_stop(token):
+                return draft[:i]
+        return draft
 
     def _translate_long(self, source: str, t0: float) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""

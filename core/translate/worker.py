@@ -32,9 +32,7 @@ class TranslationWorker:
         self._cond = threading.Condition()
         self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
         self._sentences: list[Sentence] = []
-        self._partial = ""
-        self._audio_time = 0.0
-        self._dirty = False
+        self._pending: dict[str, tuple[str, float]] = {}  # speaker → newest partial and its audio time, oldest first
         self._busy = False
         self._closing = False
         self._failed = False
@@ -47,21 +45,24 @@ class TranslationWorker:
         translator.engine.clear_interrupt()
         with self._cond:
             self._session = (translator, on_result, on_error)
-            self._sentences, self._partial, self._dirty = [], "", False
+            self._sentences, self._pending = [], {}
             self._failed = False
             self.dropped_partials = 0
 
+    @property
+    def _dirty(self) -> bool:
+        return bool(self._sentences or self._pending)
+
     def submit(self, update: TranscriptUpdate) -> None:
-        """Queue the update's finished sentences; replace the pending partial."""
+        """Queue the update's finished sentences; replace its stream's pending partial."""
         with self._cond:
             if self._failed or self._session is None:
                 return
             self._sentences.extend(update.sentences)
-            if self._dirty and self._partial != update.partial:
-                self.dropped_partials += 1
-            self._partial = update.partial
-            self._audio_time = update.audio_time
-            self._dirty = True
+            waiting = self._pending.get(update.speaker)
+            if waiting is not None and waiting[0] != update.partial:
+                self.dropped_partials += 1  # replaced unseen: the newest partial wins
+            self._pending[update.speaker] = (update.partial, update.audio_time)  # a waiting stream keeps its turn
             self._cond.notify_all()
 
     def finish(self, cancel: bool = False, timeout: float | None = None) -> list[Sentence]:
@@ -77,14 +78,14 @@ class TranslationWorker:
                 return []
             if cancel:
                 left, self._sentences = self._sentences, []
-                self._dirty = False
+                self._pending = {}
                 self._session = None
                 if self._busy:
                     session[0].engine.interrupt()
                 return left
             self._cond.wait_for(lambda: not self._busy and not self._dirty, timeout)
             left = self._sentences
-            self._sentences, self._dirty = [], False
+            self._sentences, self._pending = [], {}
             self._session = None
         return left
 
@@ -111,12 +112,16 @@ class TranslationWorker:
                 assert self._session is not None
                 session = self._session
                 sentences, self._sentences = self._sentences, []
-                partial, audio_time = self._partial, self._audio_time
-                self._dirty = False
+                translator, on_result, on_error = session
+                if self._pending:  # the stream whose partial has waited longest
+                    speaker = next(iter(self._pending))
+                    partial, audio_time = self._pending.pop(speaker)
+                else:  # finished sentences only: the partial stays as it was
+                    speaker = sentences[-1].speaker
+                    partial, audio_time = translator.last_partial(speaker)[0], sentences[-1].end
                 self._busy = True
-            translator, on_result, on_error = session
             try:
-                result = translator.translate(sentences, partial, audio_time)
+                result = translator.translate(sentences, partial, audio_time, speaker)
                 if result is not None and self._session is session:  # a cancelled session's result is dropped
                     on_result(result)
             except Interrupted:
@@ -140,7 +145,7 @@ class TranslationWorker:
         with self._cond:
             self._failed = True
             self._sentences = []
-            self._dirty = False
+            self._pending = {}
 
 
 class InlineTranslation:
