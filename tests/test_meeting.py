@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +190,35 @@ def test_the_meeting_leaking_into_the_microphone_is_captioned_once_as_them(meeti
     print(said)
     assert _wer(THEM_CLIP, said["Them"]) <= 0.15, said["Them"]
     assert said["Me"] == "", f"the echo was captioned as me: {said['Me']!r}"
+
+
+@pytest.mark.audio
+@pytest.mark.qt
+def test_settings_panel_meters_both_streams(qtbot, meeting, monkeypatch):
+    """Caption from "Meeting": the Audio tab shows a level for the microphone and one for the
+    system audio, each following its own sound."""
+    for key in ("XDG_RUNTIME_DIR", "PULSE_RUNTIME_PATH", "SOTTO_CONFIG_DIR", "SOTTO_DATA_DIR"):
+        monkeypatch.setenv(key, meeting[key])
+    from app.controllers.app import AppController
+
+    controller = AppController(show_windows=False, preload=False)
+    try:
+        assert controller.apply_setting("audio.source", "both")
+        panel = controller.show_settings()
+        qtbot.addWidget(panel)
+        panel.tabs.setCurrentIndex(next(i for i in range(panel.tabs.count()) if panel.tabs.tabText(i) == "Audio"))
+        qtbot.wait(1500)  # both meters open their streams and read silence
+        assert panel.level("mic")[0] <= -59 and panel.level("system")[0] <= -59
+        player = subprocess.Popen(["paplay", "--device=meeting", str(SHARED / "asr" / THEM_CLIP)], env=meeting)
+        qtbot.waitUntil(lambda: panel.level("system")[0] > -40, timeout=15_000)
+        assert panel.level("mic")[0] <= -59, "nothing plays into the microphone"
+        player.terminate()
+        player.wait(10)
+        mic_player = subprocess.Popen(["paplay", "--device=micsink", str(SHARED / "asr" / ME_CLIP)], env=meeting)
+        qtbot.waitUntil(lambda: panel.level("mic")[0] > -40, timeout=15_000)
+        mic_player.terminate()
+        mic_player.wait(10)
+        assert not any(note for _, note in (panel.level("mic"), panel.level("system")))
+    finally:
+        controller.shutdown()
+    assert not [t.name for t in threading.enumerate() if t.name == "sotto-level"]

@@ -32,8 +32,8 @@ _MODEL_KINDS = {"asr.model": "whisper-ct2", "asr.drafter": "whisper-ct2", "asr.v
 class _LevelSignals(QObject):
     """Carries the level meter's readings from its thread to the UI thread."""
 
-    level = Signal(float)
-    error = Signal(str)
+    level = Signal(str, float)  # stream (mic, system), dBFS
+    error = Signal(str, str)  # stream, sentence
 
 
 class SettingsController(QObject):
@@ -50,11 +50,11 @@ class SettingsController(QObject):
         self.store = store
         self.downloads = downloads
         self.panel: SettingsPanel | None = None
-        self._level: LevelMonitor | None = None
+        self._levels: list[LevelMonitor] = []
         self._meter_on = False
         self._level_signals = _LevelSignals()
-        self._level_signals.level.connect(lambda v: self.panel.show_level(v) if self.panel else None)
-        self._level_signals.error.connect(lambda t: self.panel.show_level_error(t) if self.panel else None)
+        self._level_signals.level.connect(lambda s, v: self.panel.show_level(s, v) if self.panel else None)
+        self._level_signals.error.connect(lambda s, t: self.panel.show_level_error(s, t) if self.panel else None)
         downloads.progress.connect(self._on_download_progress)
         downloads.finished.connect(self._on_download_finished)
         downloads.failed.connect(self._on_download_failed)
@@ -171,20 +171,26 @@ class SettingsController(QObject):
 
     # -- level meter (while the Audio tab is shown) -------------------------------------------------------
     def _meter(self, wanted: bool) -> None:
+        """Level meters for the live sound chosen: the microphone, the system audio, or both."""
         self._meter_on = wanted
-        if self._level is not None:
-            self._level.stop()
-            self._level = None
+        for monitor in self._levels:
+            monitor.stop()
+        self._levels = []
+        if not wanted:
+            return
         audio = self.settings.audio
-        live = audio.source == "mic" or is_live(audio.source)
-        if wanted and live:
-            mic = f"mic:{audio.device}" if audio.device else "mic"
-            spec = mic if audio.source in ("mic", "both") else audio.source  # "both": the microphone's level
-            signals = self._level_signals
-            self._level = LevelMonitor(spec, signals.level.emit, signals.error.emit)
-        elif wanted and self.panel is not None:
-            self.panel.show_level_error("The meter listens to live sound; choose the microphone or system audio "
-                                        "above to use it.")
+        mic = f"mic:{audio.device}" if audio.device else "mic"
+        streams = {"mic": {"mic": mic}, "both": {"mic": mic, "system": "system"}}.get(audio.source)
+        if streams is None:
+            streams = {"system": audio.source} if is_live(audio.source) else {}
+        signals = self._level_signals
+        for stream, spec in streams.items():
+            self._levels.append(LevelMonitor(spec, lambda db, s=stream: signals.level.emit(s, db),
+                                             lambda text, s=stream: signals.error.emit(s, text)))
+        if self.panel is not None:
+            for stream in ("mic", "system"):
+                if stream not in streams:
+                    self.panel.show_level_error(stream, "Not listening: it is not among the sounds chosen above.")
 
     def stop_meter(self) -> None:
         """Stop the level meter and its thread."""

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.session.history import HistoryEntry, HistorySession
+from core.stream import speaker_label
 
 
 _NAME = Qt.ItemDataRole.UserRole  # where a session item keeps its folder name
@@ -105,7 +106,8 @@ class HistoryWindow(QWidget):
         self.table.setRowCount(len(entries))
         for row, e in enumerate(entries):
             self.table.setItem(row, 0, QTableWidgetItem(_stamp(e.start)))
-            self.table.setItem(row, 1, QTableWidgetItem(e.source))
+            said = f"{speaker_label(e.speaker)}: {e.source}" if e.speaker else e.source
+            self.table.setItem(row, 1, QTableWidgetItem(said))
             self.table.setItem(row, 2, QTableWidgetItem(e.translation or ""))
         self.table.resizeRowsToContents()
         self.show_status(note)

@@ -279,15 +279,18 @@ class SettingsPanel(QDialog):
         form.addRow("Caption from", row)
         self.device = _combo([("", "System default"), *devices])
         form.addRow("Input device", self.device)
-        self.level = QProgressBar()
-        self.level.setObjectName("levelMeter")
-        self.level.setRange(-60, 0)
-        self.level.setValue(-60)
-        self.level.setFormat("%v dB")
-        form.addRow("Level", self.level)
-        self.level_note = QLabel("")
-        self.level_note.setWordWrap(True)
-        form.addRow("", self.level_note)
+        self._meters: dict[str, tuple[QProgressBar, QLabel]] = {}
+        for stream, label in (("mic", "Microphone level"), ("system", "System audio level")):
+            bar = QProgressBar()
+            bar.setObjectName(f"{stream}LevelMeter")
+            bar.setRange(-60, 0)
+            bar.setValue(-60)
+            bar.setFormat("%v dB")
+            note = QLabel("")
+            note.setWordWrap(True)
+            form.addRow(label, bar)
+            form.addRow("", note)
+            self._meters[stream] = (bar, note)
         self.channel = _combo([("mix", "Mix all channels"), ("left", "Left"), ("right", "Right")])
         form.addRow("Channel", self.channel)
         self.source.currentIndexChanged.connect(
@@ -457,15 +460,22 @@ class SettingsPanel(QDialog):
         self.message.setStyleSheet("color: #c0392b;" if not ok else "color: palette(text);")
         self.message.setText(text)
 
-    def show_level(self, dbfs: float) -> None:
-        """A reading of the input level meter."""
-        self.level.setValue(int(max(-60.0, min(0.0, dbfs))))
-        self.level_note.setText("")
+    def show_level(self, stream: str, dbfs: float) -> None:
+        """A reading of a level meter (``stream``: ``mic`` or ``system``)."""
+        bar, note = self._meters[stream]
+        bar.setValue(int(max(-60.0, min(0.0, dbfs))))
+        note.setText("")
 
-    def show_level_error(self, text: str) -> None:
-        """The level meter could not read the device."""
-        self.level.setValue(-60)
-        self.level_note.setText(text)
+    def show_level_error(self, stream: str, text: str) -> None:
+        """A level meter cannot read its sound (``stream``: ``mic`` or ``system``), or is idle."""
+        bar, note = self._meters[stream]
+        bar.setValue(-60)
+        note.setText(text)
+
+    def level(self, stream: str) -> tuple[int, str]:
+        """What a level meter shows: its value in dB and its note."""
+        bar, note = self._meters[stream]
+        return bar.value(), note.text()
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
