@@ -23,7 +23,9 @@ def setup_logging(level: int = logging.INFO, console_level: int | None = None) -
     path = directory / "sotto.log"
     if _configured == path:
         return path
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+    # backslashreplace: a file name that is not valid UTF-8 (surrogate-escaped bytes) must not break logging.
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8",
+                                                   errors="backslashreplace")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"))
     logger.addHandler(handler)
     if console_level is not None:

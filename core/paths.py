@@ -7,11 +7,17 @@ user's own directories:
 - ``SOTTO_DATA_DIR``: caption history journals
 - ``SOTTO_MODELS_DIR``: the model store
 - ``SOTTO_LOG_DIR``: log files
+
+Files that must survive a crash whole (settings, model manifests, subtitles, summaries)
+are written with :func:`write_atomic`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 from pathlib import Path
 
 import platformdirs
@@ -58,3 +64,43 @@ def assets_dir() -> Path:
 def demo_sample() -> Path:
     """The bundled demo recording (JFK's inaugural address, public domain)."""
     return assets_dir() / "jfk.flac"
+
+
+def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8", errors: str = "strict") -> None:
+    """Replace ``path`` with ``data`` so a crash (even ``kill -9`` or a power cut) leaves either
+    the old file or the new one, never a torn or empty one.
+
+    The data goes to a uniquely named temporary file in the same folder (so two writers never
+    share one), is flushed to disk (fsync), takes over the old file's permissions, and is
+    renamed over ``path`` (atomic on POSIX and Windows); the folder is then synced so the
+    rename itself is durable. ``errors`` is the text encoding's error handler.
+    """
+    path = Path(path)
+    if path.is_symlink():  # e.g. settings kept in a dotfiles repository: replace the file, keep the link
+        path = path.resolve()
+    payload = data.encode(encoding, errors) if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(OSError):  # keep a private file private
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: str | Path) -> None:
+    """Make a rename or new file in ``directory`` durable (a no-op where folders cannot be synced)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

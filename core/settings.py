@@ -19,7 +19,7 @@ import tomli_w
 
 from . import logger
 from .errors import SettingsError
-from .paths import config_dir
+from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
 SETTINGS_VERSION = 2
@@ -46,7 +46,8 @@ class AudioSettings:
     device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
     channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
     source: str = field(default="mic", metadata={"doc": "what the app captions: 'mic', 'system' (what the computer plays), "
-                                                               "'system:OUTPUT', 'demo' or an audio file path"})
+                                                               "'system:OUTPUT', 'both' (mic as me, system as them), "
+                                                               "'demo' or an audio file path"})
 
 
 @dataclass
@@ -240,7 +241,12 @@ def settings_path() -> Path:
 
 
 def load_settings(path: Path | None = None) -> Settings:
-    """Read settings; a missing file gives defaults, an invalid one a :class:`SettingsError`."""
+    """Read settings; a missing file gives defaults, an invalid one a :class:`SettingsError`.
+
+    Unknown sections and keys (e.g. left by an older Sotto) are logged and ignored. A file from a
+    newer Sotto (a higher ``version``) is refused with a sentence rather than half-understood;
+    the app then runs on defaults (see :func:`save_settings`, which keeps a copy of such a file).
+    """
     path = path or settings_path()
     if not path.exists():
         return Settings()
@@ -248,8 +254,12 @@ def load_settings(path: Path | None = None) -> Settings:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
+    except OSError as exc:  # a folder in its place, no permission, an I/O error
+        raise SettingsError(f"Could not read the settings file {path} ({exc.strerror or exc}).") from exc
     version = raw.get("version", SETTINGS_VERSION)
-    if not isinstance(version, int) or version > SETTINGS_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SettingsError(f"The settings file {path} has version = {version!r}; it must be a whole number.")
+    if version > SETTINGS_VERSION:
         raise SettingsError(
             f"The settings file {path} was written by a newer Sotto (version {version}); "
             f"this one understands version {SETTINGS_VERSION}."
@@ -258,7 +268,10 @@ def load_settings(path: Path | None = None) -> Settings:
     for section, values in raw.items():
         if section == "version":
             continue
-        if section not in _SECTIONS or not isinstance(values, dict):
+        if section in _SECTIONS and not isinstance(values, dict):
+            raise SettingsError(f"In the settings file {path}, '{section}' must be a section ([{section}]), "
+                                f"not {section} = {values!r}.")
+        if section not in _SECTIONS:
             logger.warning("ignoring unknown settings section %r in %s", section, path)
             continue
         for name, value in values.items():
@@ -273,13 +286,39 @@ def load_settings(path: Path | None = None) -> Settings:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:
-    """Validate and write settings atomically; returns the path written."""
+    """Validate and write settings atomically (a crash, even ``kill -9``, leaves the old file or
+    the new one, never a torn one); returns the path written.
+
+    A file this Sotto cannot read (broken, or from a newer version) is not lost: it is kept
+    as ``settings.toml.bak`` before being replaced.
+    """
     settings.validate()
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     data = settings.to_dict()
     data["version"] = SETTINGS_VERSION
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        text = tomli_w.dumps(data)
+        payload = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a surrogate-escaped file name in audio.source, say
+        raise SettingsError(
+            f"A setting holds text that cannot be saved ({exc.object[exc.start:exc.end]!r} is not valid UTF-8); "
+            "rename the file it names."
+        ) from None
+    _keep_unreadable(path)
+    write_atomic(path, payload)
     return path
+
+
+def _keep_unreadable(path: Path) -> None:
+    """Copy a settings file that does not load (broken, or from a newer Sotto) to ``NAME.bak``
+    before it is replaced, so the user's own file is never silently lost."""
+    try:
+        load_settings(path)
+    except SettingsError as exc:
+        backup = path.with_name(path.name + ".bak")
+        try:
+            write_atomic(backup, path.read_bytes())
+            logger.warning("settings file %s could not be loaded (%s); kept a copy as %s", path, exc, backup)
+        except OSError as err:
+            logger.warning("could not keep a copy of the unreadable settings file %s (%s)", path, err)

@@ -61,7 +61,7 @@ def test_echo_from_the_speakers_is_silenced(tiny_engine):
     mic = _delayed(them, 0.12, 0.5) + noise  # the laptop's microphone hears the speakers, 120 ms late
     gate = EchoGate()
     out = _through(gate, them, mic)
-    assert 0 <= mic.size - out.size <= int(1.3 * RATE), "at most the last second waits for its reference"
+    assert 0 <= mic.size - out.size <= int(2.9 * RATE), "at most the last seconds wait for their reference"
     assert abs(gate.lag * 0.02 - 0.12) <= 0.04, gate.lag
     kept = _speech_energy(out) / _speech_energy(mic)
     heard = tiny_engine.transcribe(out).text

@@ -84,6 +84,9 @@ class SettingsController(QObject):
             return False
         try:
             save_settings(new)
+        except SottoError as exc:  # e.g. a value that cannot be stored
+            self._answer(False, str(exc))
+            return False
         except OSError as exc:
             self._answer(False, f"Could not save settings to {settings_path()} ({exc.strerror or exc}).")
             return False

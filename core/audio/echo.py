@@ -29,8 +29,9 @@ from .decode import SAMPLE_RATE
 FRAME_S = 0.02
 HISTORY_S = 12.0  # envelope history kept for the lag and gain estimates
 MAX_LAG_S = 0.6  # the microphone may hear the speakers up to this late in the streams' own clocks ...
-MAX_LEAD_S = 1.0  # ... or this early: system audio reaches Sotto later than the microphone (capture latency)
-MAX_HOLD_S = 1.2  # microphone audio waits at most this long for the system audio it is compared with
+MAX_LEAD_S = 2.5  # ... or this early: system audio reaches Sotto later than the microphone (capture latency;
+#                   a PulseAudio monitor that was idle delivers its first sound 1.5–2 s late)
+MAX_HOLD_S = 2.8  # microphone audio waits at most this long for the system audio it is compared with
 ACTIVE_DB = -55.0  # reference frames quieter than this play nothing
 MARGIN = 2.0  # a frame is echo when its energy is at most MARGIN × the echo estimate (3 dB)
 TALK_FRAMES = 10  # double talk is judged over the last 200 ms ...

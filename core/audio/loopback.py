@@ -14,8 +14,10 @@ connects to the sound server at import):
 * Windows: WASAPI loopback of the speaker (COM is initialised on the capture
   thread; two channels are recorded and mixed down, as one-channel loopback
   returns garbage).
-* macOS: not available yet (Core Audio process taps need a helper program);
-  a clear error says how to route the sound meanwhile.
+* macOS 14.2 and newer: a Core Audio process tap of every process's output,
+  created by the helper program ``sotto-audiotap`` and read through
+  :mod:`core.audio.macos_tap`; the tap is global, so there is one output, "All
+  system audio". Older macOS: a clear error says how to route the sound instead.
 
 Outputs deliver nothing while nothing plays (WASAPI loopback; PulseAudio's null
 and virtual sinks). The source fills such gaps with silence at real-time rate,
@@ -38,7 +40,7 @@ from .decode import SAMPLE_RATE
 from .ringbuffer import RingBuffer
 
 MACOS_UNAVAILABLE = (
-    "Capturing system audio is not available on macOS yet; meanwhile route the meeting's sound through "
+    "Capturing system audio needs macOS 14.2 or newer; on this Mac route the meeting's sound through "
     "a loopback device such as BlackHole and choose that device as the microphone."
 )
 LIST_HINT = "`sotto devices` lists the outputs whose sound can be captured"
@@ -167,7 +169,9 @@ def pulse_outputs(sinks: list[tuple[str, str, int]], sources: set[str], default_
 def system_audio_unavailable() -> str | None:
     """Why system audio cannot be captured on this kind of system (a sentence), or None where it can."""
     if sys.platform == "darwin":
-        return MACOS_UNAVAILABLE
+        from .macos_tap import unavailable_reason
+
+        return unavailable_reason()
     if sys.platform.startswith("linux") or sys.platform == "win32":
         return None
     return f"Capturing system audio is not supported on this system ({sys.platform})."
@@ -275,9 +279,14 @@ class _ComThread:
 
 
 def list_output_devices() -> list[OutputDevice]:
-    """Outputs whose sound can be captured, the default marked (``[]`` on macOS, where none can yet)."""
+    """Outputs whose sound can be captured, the default marked (on macOS the one global tap, ``[]``
+    where it cannot be used)."""
     if sys.platform == "darwin":
-        return []
+        if system_audio_unavailable():
+            return []
+        from .macos_tap import ALL_SYSTEM_AUDIO, TAP_ID
+
+        return [OutputDevice(ALL_SYSTEM_AUDIO, TAP_ID, True, CAPTURE_CHANNELS, TAP_ID)]
     try:
         with _ComThread():
             sc = _soundcard()
@@ -374,6 +383,8 @@ class SystemAudioSource:
         self._thread = WorkerThread("sotto-system-audio", self._capture)
         if not self._ready.wait(_OPEN_TIMEOUT_S):
             self._stopped.set()
+            if sys.platform == "darwin":
+                raise AudioDeviceError("Capturing the system audio did not start; try again.")
             raise AudioDeviceError(
                 f"Capturing the sound of '{self.device.name}' did not start; the sound server may be busy."
             )
@@ -382,6 +393,9 @@ class SystemAudioSource:
 
     # -- capture thread ------------------------------------------------------------------------
     def _capture(self) -> None:
+        if sys.platform == "darwin":
+            self._capture_tap()
+            return
         try:
             with _ComThread():
                 sc = _soundcard()
@@ -400,6 +414,33 @@ class SystemAudioSource:
         finally:
             self._ring.close()
             self._ready.set()
+
+    def _capture_tap(self) -> None:
+        """macOS: the helper's process tap (:func:`core.audio.macos_tap.run_tap`); it is global, so a
+        change of the default output restarts the helper instead of switching devices."""
+        from .macos_tap import run_tap
+
+        try:
+            run_tap(self._stopped, self._deliver, self._tap_opened, self.channel, restarted=self._tap_restarted)
+        except AudioDeviceError as exc:
+            if not self._stopped.is_set():
+                logger.warning("system audio capture ended: %s", exc)
+                self._error = str(exc)
+        except Exception:  # a bug: the capture ends with a sentence, the log has the trace
+            logger.exception("system audio capture failed")
+            self._error = "The system audio could not be captured; the log file has the details."
+        finally:
+            self._ring.close()
+            self._ready.set()
+
+    def _tap_opened(self) -> None:
+        with self._clock_lock:
+            self._gaps.start(time.monotonic())
+        self._ready.set()
+        logger.info("capturing the system audio through the process tap")
+
+    def _tap_restarted(self) -> None:
+        self.switches += 1
 
     def _capture_one(self, sc) -> OutputDevice | None:
         """Capture ``self.device`` until stopped (None) or, when following the default, until another

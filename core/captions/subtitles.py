@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..paths import write_atomic
+
 
 def _stamp(seconds: float, sep: str) -> str:
     ms = max(0, int(round(seconds * 1000)))
@@ -13,12 +15,19 @@ def _stamp(seconds: float, sep: str) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
 
 
+def _cue_text(text: str) -> str:
+    """A cue's text without blank lines (a blank line ends a cue in SRT and WebVTT) and without
+    the ``-->`` that marks a timing line."""
+    lines = (line.strip().replace("-->", "→") for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 def to_srt(cues: list[tuple[float, float, str]]) -> str:
     """SRT text for (start, end, text) cues."""
     blocks = []
-    for i, (start, end, text) in enumerate(c for c in cues if c[2].strip()):
+    for i, (start, end, text) in enumerate(c for c in cues if _cue_text(c[2])):
         end = max(end, start + 0.2)
-        blocks.append(f"{i + 1}\n{_stamp(start, ',')} --> {_stamp(end, ',')}\n{text.strip()}\n")
+        blocks.append(f"{i + 1}\n{_stamp(start, ',')} --> {_stamp(end, ',')}\n{_cue_text(text)}\n")
     return "\n".join(blocks)
 
 
@@ -26,14 +35,14 @@ def to_vtt(cues: list[tuple[float, float, str]]) -> str:
     """WebVTT text for (start, end, text) cues."""
     blocks = ["WEBVTT\n"]
     for start, end, text in cues:
-        if text.strip():
+        if _cue_text(text):
             end = max(end, start + 0.2)
-            blocks.append(f"{_stamp(start, '.')} --> {_stamp(end, '.')}\n{text.strip()}\n")
+            blocks.append(f"{_stamp(start, '.')} --> {_stamp(end, '.')}\n{_cue_text(text)}\n")
     return "\n".join(blocks)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a file so a crash never leaves it half-written."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    """Write a file so a crash (even ``kill -9``) never leaves it half-written (see
+    :func:`core.paths.write_atomic`). Text that UTF-8 cannot hold (a file name that is not valid
+    UTF-8) is written with backslash escapes, which JSON reads back as the same string."""
+    write_atomic(path, text, errors="backslashreplace")

@@ -1,7 +1,8 @@
 """HTTP downloads with progress, resume of partial files and checksum check.
 
 Uses only the standard library. A download writes ``DEST.part`` and renames it
-to ``DEST`` after the checksum matched; an interrupted download keeps the
+to ``DEST`` after the checksum matched (flushed to disk first, so ``DEST`` is never
+a torn file, even after a crash or power cut); an interrupted download keeps the
 ``.part`` file and the next call resumes it with an HTTP ``Range`` request.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import os
 import re
 import threading
 import time
@@ -20,6 +22,7 @@ from typing import Callable
 
 from .. import logger
 from ..errors import DownloadCancelled, DownloadError
+from ..paths import fsync_dir
 
 CHUNK = 1 << 16
 
@@ -116,7 +119,10 @@ def download_file(
             )
     else:
         logger.warning("no checksum known for %s; kept without verification", url)
+    with open(part, "rb+") as fh:
+        os.fsync(fh.fileno())
     part.replace(dest)
+    fsync_dir(dest.parent)
     return dest
 
 

@@ -5,13 +5,16 @@
 assembled from their installed packages on first use (split files joined,
 sha256 verified); hub models are downloaded on request with progress, resume
 and checksum check. Each prepared model has a ``manifest.json`` recording file
-sizes and digests so a later start can check it cheaply.
+sizes and digests so a later start can check it cheaply. The manifest is written
+atomically and last, after the files it describes are on disk, so a crash at any
+moment never leaves a torn manifest.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import threading
 import time
@@ -21,7 +24,7 @@ from typing import Callable
 
 from .. import logger
 from ..errors import DownloadError, ModelError, ModelNotFoundError
-from ..paths import models_dir
+from ..paths import fsync_dir, models_dir, write_atomic
 from .download import DownloadProgress, download_file, sha256_file
 from .registry import MODELS, BundledPart, ModelFile, ModelSpec, get_spec, hub_url
 
@@ -210,6 +213,8 @@ class ModelStore:
                                 done += len(block)
                                 if on_status:
                                     on_status(f"Preparing {spec.name}", done / total)
+                    out.flush()
+                    os.fsync(out.fileno())  # on disk before the manifest says it is
                 digest = sha256_file(target)
                 if mfile.sha256 and digest != mfile.sha256:
                     shutil.rmtree(staging, ignore_errors=True)
@@ -221,6 +226,7 @@ class ModelStore:
             self._write_manifest(staging, spec, "bundled", files)
             shutil.rmtree(directory, ignore_errors=True)
             staging.replace(directory)
+            fsync_dir(directory.parent)
             logger.info("prepared bundled model %s in %s", spec.name, directory)
             return directory
 
@@ -242,7 +248,7 @@ class ModelStore:
             "files": files,
             "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
-        (directory / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2))
 
     # -- download ------------------------------------------------------------------
     def download(

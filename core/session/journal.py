@@ -33,7 +33,9 @@ class CaptionJournal:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.translate = translate
-        self._jsonl = open(self.directory / JOURNAL_FILE, "w", encoding="utf-8", buffering=1)
+        # errors: a source whose name is not valid UTF-8 (surrogates from the file system) is still journaled
+        self._jsonl = open(self.directory / JOURNAL_FILE, "w", encoding="utf-8", errors="backslashreplace",
+                           buffering=1)
         self.source_cues: list[tuple[float, float, str]] = []
         self.translation_cues: dict[int, tuple[float, float, str]] = {}
         self._record({"kind": SESSION, "started": round(time.time(), 3), **(meta or {})})
