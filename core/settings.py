@@ -22,9 +22,10 @@ from .errors import SettingsError
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
-SETTINGS_VERSION = 2
+SETTINGS_VERSION = 3
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
-# app's caption window) and ``audio.source``. Older files load unchanged; new keys get defaults.
+# app's caption window) and ``audio.source``; 3 — adds ``overlay.speakers`` (whose captions a
+# meeting shows). Older files load unchanged; new keys get defaults.
 
 
 
@@ -99,6 +100,7 @@ class OverlaySettings:
     """The floating caption window of the desktop app."""
 
     show: str = field(default="both", metadata=_choices("both", "source", "translation"))
+    speakers: str = field(default="both", metadata=_choices("both", "them", "me"))  # meetings: whose captions
     lines: int = field(default=2, metadata=_range(1, 8))  # visual lines per shown language
     font_family: str = ""  # empty: the system's sans-serif
     font_size: int = field(default=22, metadata=_range(8, 96))

@@ -544,3 +544,34 @@ def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
     assert blocker.args == ["audio.source", "system:other"]
     panel.load(Settings().with_value("audio.source", "system:meeting"))
     assert panel.source.currentData() == "system:meeting"
+
+
+def test_overlay_labels_meeting_captions_and_shows_whom_the_user_chose(qtbot):
+    """A meeting's captions carry "Me:" / "Them:"; overlay.speakers keeps one side only. A single
+    stream's captions have no label and are always shown."""
+    from app.views.layout import line_text
+    from app.views.overlay import CaptionOverlay
+    from core.settings import OverlaySettings
+    from core.stream import CaptionLine, CaptionView, PartialLine, Sentence
+
+    view = CaptionView(
+        [CaptionLine(Sentence(0, "We start at nine.", 0.0, 1.0, "them"), "Wir beginnen um neun."),
+         CaptionLine(Sentence(1, "Sounds good.", 1.0, 2.0, "me"), "Klingt gut.")],
+        [PartialLine("And then", " we", "Und dann", speaker="them"), PartialLine(speaker="me")])
+    shown = {}
+    for speakers in ("both", "them", "me"):
+        overlay = CaptionOverlay(OverlaySettings(lines=6, speakers=speakers), "en", "de")
+        qtbot.addWidget(overlay)
+        overlay.resize(900, 300)
+        overlay.show_view(view)
+        src, tr = overlay.visible_lines()
+        shown[speakers] = ([line_text(x) for x in src], [line_text(x) for x in tr])
+    assert shown["both"][0] == ["Them: We start at nine.", "Me: Sounds good.", "Them: And then we"]
+    assert shown["both"][1] == ["Them: Wir beginnen um neun.", "Me: Klingt gut.", "Them: Und dann"]
+    assert shown["them"][0] == ["Them: We start at nine.", "Them: And then we"]
+    assert shown["me"] == (["Me: Sounds good."], ["Me: Klingt gut."])
+    single = CaptionOverlay(OverlaySettings(speakers="them"), "en", "de")
+    qtbot.addWidget(single)
+    single.resize(900, 300)
+    single.show_view(CaptionView([CaptionLine(Sentence(0, "Hello.", 0.0, 1.0), "Hallo.")]))
+    assert [line_text(x) for x in single.visible_lines()[0]] == ["Hello."]

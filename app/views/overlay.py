@@ -154,8 +154,8 @@ class CaptionOverlay(QWidget):
         if view is None:
             return []
         paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
-                      for line in view.lines[-8:]]
-        for p in view.partials:
+                      for line in self._lines(view)]
+        for p in self._partials(view):
             partial = [(p.committed.strip(), COMMITTED), (p.shown_tentative.strip(), TENTATIVE)]
             if any(text for text, _ in partial):
                 paragraphs.append([(_label(p.speaker).rstrip(), COMMITTED), *partial] if p.speaker else partial)
@@ -166,11 +166,21 @@ class CaptionOverlay(QWidget):
         if view is None:
             return []
         paragraphs = [[(_label(line.sentence.speaker) + (line.translation or line.provisional or "…").strip(),
-                        COMMITTED if line.translation else TENTATIVE)] for line in view.lines[-8:]]
-        for p in view.partials:
+                        COMMITTED if line.translation else TENTATIVE)] for line in self._lines(view)]
+        for p in self._partials(view):
             if p.shown_translation.strip():
                 paragraphs.append([(_label(p.speaker) + p.shown_translation.strip(), TENTATIVE)])
         return paragraphs
+
+    def _shown(self, speaker: str) -> bool:
+        """Whether captions of ``speaker`` are shown (a single stream's always are)."""
+        return not speaker or self.look.speakers in ("both", speaker)
+
+    def _lines(self, view: CaptionView) -> list:
+        return [line for line in view.lines if self._shown(line.sentence.speaker)][-8:]
+
+    def _partials(self, view: CaptionView) -> list:
+        return [p for p in view.partials if self._shown(p.speaker)]
 
     def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float) -> list[VisualLine]:
         lines: list[VisualLine] = []

@@ -314,6 +314,8 @@ class SettingsPanel(QDialog):
         self.show_which = _combo([("both", "Speech and translation"), ("source", "Speech only"),
                                   ("translation", "Translation only")])
         form.addRow("Show", self.show_which)
+        self.speakers = _combo([("both", "Everyone"), ("them", "Only the others (them)"), ("me", "Only me")])
+        form.addRow("In meetings, show", self.speakers)
         self.lines = QSpinBox()
         self.lines.setRange(*_ints(value_range("overlay.lines")))
         form.addRow("Lines per language", self.lines)
@@ -335,6 +337,8 @@ class SettingsPanel(QDialog):
         form.addRow("Background opacity", self.opacity)
         self.show_which.currentIndexChanged.connect(
             lambda: self.change_requested.emit("overlay.show", self.show_which.currentData()))
+        self.speakers.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("overlay.speakers", self.speakers.currentData()))
         self.lines.valueChanged.connect(lambda v: self.change_requested.emit("overlay.lines", v))
         self.font.currentFontChanged.connect(lambda f: self.change_requested.emit("overlay.font_family", f.family()))
         self.font_size.valueChanged.connect(lambda v: self.change_requested.emit("overlay.font_size", v))
@@ -408,6 +412,7 @@ class SettingsPanel(QDialog):
             _select(self.channel, settings.audio.channel)
             ov = settings.overlay
             _select(self.show_which, ov.show)
+            _select(self.speakers, ov.speakers)
             self.lines.setValue(ov.lines)
             if ov.font_family:
                 self.font.setCurrentFont(ov.font_family)
