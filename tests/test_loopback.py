@@ -132,8 +132,11 @@ def test_pulse_outputs_needs_a_monitor_and_marks_the_default():
         ("a", "Speakers", False, 2, "a.monitor"), ("b", "b", True, 6, "b.monitor")]
 
 
-def test_macos_says_what_to_do_meanwhile(monkeypatch):
+def test_macos_before_14_2_says_what_to_do_meanwhile(monkeypatch):
+    import platform
+
     monkeypatch.setattr(loopback, "sys", types.SimpleNamespace(platform="darwin", modules={}))
+    monkeypatch.setattr(platform, "mac_ver", lambda: ("13.6", ("", "", ""), "arm64"))  # no process taps yet
     with pytest.raises(AudioDeviceError) as err:
         SystemAudioSource()
     assert str(err.value) == MACOS_UNAVAILABLE and _one_sentence(MACOS_UNAVAILABLE) and "BlackHole" in MACOS_UNAVAILABLE

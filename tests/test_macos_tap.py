@@ -31,6 +31,7 @@ from core.audio import loopback, macos_tap
 from core.audio.loopback import MACOS_UNAVAILABLE, SystemAudioSource, list_output_devices, open_system_source
 from core.audio.macos_tap import (
     INCOMPATIBLE,
+    KEPT_CHANGING,
     MISSING,
     NO_OUTPUT,
     PERMISSION_DENIED,
@@ -234,7 +235,7 @@ def test_every_exit_has_one_sentence():
     assert "Privacy & Security" in PERMISSION_DENIED and "System Audio Recording Only" in PERMISSION_DENIED
     assert sentences[5] == NO_OUTPUT and sentences[2] == sentences[7] == INCOMPATIBLE
     assert "signal 11" in sentences[-11] and "exit code 9" in sentences[9]
-    assert _one_sentence(MISSING) and _one_sentence(INCOMPATIBLE)
+    assert all(_one_sentence(s) for s in (MISSING, INCOMPATIBLE, KEPT_CHANGING))
 
 
 def test_the_helper_is_found_by_env_var_or_path(tmp_path, monkeypatch):
@@ -340,6 +341,7 @@ def test_a_pause_is_filled_with_silence(helper, jfk):
     ("exit:0:", exit_sentence(0)),
     ("exit:42:odd", exit_sentence(42)),
     ("garbage", INCOMPATIBLE),
+    ("exit:8:the default output changed", KEPT_CHANGING),  # restarted, but not for ever
 ])
 def test_a_helper_that_cannot_start_says_why(helper, mode, sentence):
     helper(mode)

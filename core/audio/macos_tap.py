@@ -77,6 +77,7 @@ MISSING = (
     "or build it with packaging/macos/build-audiotap.sh."
 )
 NOT_STARTED = f"The system audio helper {HELPER_NAME} did not start capturing in time; try again."
+KEPT_CHANGING = "The system audio output kept changing, so its capture stopped; start again."
 
 HEADER_TIMEOUT_S = 8.0  # the helper sets up the tap (and may wait up to 2 s to check a denied permission)
 _HEADER_MAX = 256  # bytes: a longer first line is not a header
@@ -122,7 +123,7 @@ def parse_header(line: bytes) -> TapFormat:
     return TapFormat(rate, channels)
 
 
-def exit_sentence(code: int | None, detail: str = "") -> str:
+def exit_sentence(code: int | None) -> str:
     """The one sentence for the helper ending with ``code`` (None: it ended without a code)."""
     if code == EXIT_OLD_MACOS:
         return MACOS_UNAVAILABLE
@@ -251,8 +252,8 @@ class TapProcess:
     def open(self, stopped: threading.Event, timeout: float = HEADER_TIMEOUT_S) -> TapFormat | None:
         """Start the helper and read its header; None when ``stopped`` was set meanwhile.
 
-        Raises :class:`AudioDeviceError` when it cannot start, ends first (its
-        exit code's sentence), speaks another format, or sends no header in time.
+        Raises :class:`AudioDeviceError` when it cannot start, speaks another
+        format or sends no header in time, and :class:`TapEnded` when it ends first.
         """
         try:
             self._proc = subprocess.Popen(
@@ -274,10 +275,7 @@ class TapProcess:
             if left <= 0:
                 logger.warning("%s sent no header within %.1f s", self.helper, timeout)
                 raise AudioDeviceError(NOT_STARTED)
-            try:
-                self._pump(min(_SLICE_S, left))
-            except TapEnded as ended:
-                raise AudioDeviceError(exit_sentence(ended.code, ended.detail)) from None
+            self._pump(min(_SLICE_S, left))
         line, _, rest = bytes(self._pending).partition(b"\n")
         self._pending = bytearray(rest)
         self.format = parse_header(line)
@@ -419,9 +417,9 @@ def run_tap(stopped: threading.Event, deliver: Callable[[np.ndarray], None], ope
     Runs on the caller's thread (the source's capture thread). ``deliver``
     gets 16 kHz mono chunks; ``opened`` is called once the first run has
     announced its format; ``restarted`` each time the helper was started again
-    because the output changed. Returns when stopped; raises :class:`AudioDeviceError` (one
-    sentence) when the helper cannot run or ends by itself. The helper is always
-    ended and reaped before this returns.
+    because the output changed. Returns when stopped; raises
+    :class:`AudioDeviceError` (one sentence) when the helper cannot run or ends
+    by itself. The helper is always ended and reaped before this returns.
     """
     helper = find_helper()
     restarts: list[float] = []
@@ -447,12 +445,11 @@ def run_tap(stopped: threading.Event, deliver: Callable[[np.ndarray], None], ope
             if stopped.is_set():
                 return
             if ended.code != EXIT_OUTPUT_CHANGED:
-                raise AudioDeviceError(exit_sentence(ended.code, ended.detail)) from None
+                raise AudioDeviceError(exit_sentence(ended.code)) from None
             now = time.monotonic()
             restarts = [t for t in restarts if now - t < _RESTART_WINDOW_S] + [now]
             if len(restarts) > _RESTART_LIMIT:
-                raise AudioDeviceError(
-                    "The system audio kept changing format, so its capture stopped; start again.") from None
+                raise AudioDeviceError(KEPT_CHANGING) from None
             logger.info("the system audio output changed (%s); starting the tap again", ended.detail)
             if restarted is not None:
                 restarted()
