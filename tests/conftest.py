@@ -127,3 +127,15 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.05) -> None:
             return
         time.sleep(poll)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def ntrex(shared):
+    """English source sentences of NTREX-128 (newstest2019)."""
+    return (shared / "mt" / "ntrex128" / "newstest2019-src.eng.txt").read_text().splitlines()
+
+
+def use_knobs(tr, beta=None, reuse=False, mask=0):
+    """Set a translator's decoding knobs for one check (β None: plain greedy); returns it."""
+    tr.options.beta, tr.options.reuse_prefix, tr.options.draft_mask_k = beta, reuse, mask
+    return tr

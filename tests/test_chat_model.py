@@ -21,6 +21,8 @@ import gguf
 import numpy as np
 import pytest
 
+from conftest import use_knobs
+
 from bench.translate import Config, identity, run_config
 from core.errors import ModelError
 from core.translate import LlamaTranslator, TranslatorOptions
@@ -124,14 +126,6 @@ def chat(chat_models):
     translator.close()
 
 
-@pytest.fixture(scope="module")
-def ntrex(shared):
-    return (shared / "mt" / "ntrex128" / "newstest2019-src.eng.txt").read_text().splitlines()
-
-
-def _use(tr, beta=None, reuse=False, mask=0):
-    tr.options.beta, tr.options.reuse_prefix, tr.options.draft_mask_k = beta, reuse, mask
-    return tr
 
 
 def _one_sentence(message: str) -> bool:
@@ -183,7 +177,7 @@ def test_stop_tokens(chat):
     "And so my fellow Americans, ask not what your country can do for you.",
 ])
 def test_greedy_generation_ends_at_end_of_turn_with_clean_text(chat, source):
-    result = _use(chat).translate(source)
+    result = use_knobs(chat).translate(source)
     runner = chat.runner
     # replay the decoding by hand: same tokens, and what came next was the end-of-turn token
     runner.truncate(0)
@@ -201,17 +195,17 @@ def test_greedy_generation_ends_at_end_of_turn_with_clean_text(chat, source):
 
 def test_a_draft_ends_at_its_first_stop_or_template_token(chat):
     source = "The weather is nice today."
-    greedy = _use(chat).translate(source).tokens
+    greedy = use_knobs(chat).translate(source).tokens
     runner = chat.runner
     junk = runner.tokenize("Hallo Welt")
     for stop in ([EOT_ID], [runner.eos], runner.tokenize("<start_of_turn>user\n"), [runner.n_vocab + 5]):
         # β = 1 accepts every draft token it verifies: the stop must end the draft, not join the output
-        result = _use(chat, beta=1.0).translate(source, greedy + stop + junk)
+        result = use_knobs(chat, beta=1.0).translate(source, greedy + stop + junk)
         assert result.tokens == greedy and result.draft_tokens == result.accepted_tokens == len(greedy), stop
         assert "user" not in result.text and "Hallo" not in result.text
-        exact = _use(chat, beta=0.0).translate(source, greedy + stop + junk)
+        exact = use_knobs(chat, beta=0.0).translate(source, greedy + stop + junk)
         assert exact.tokens == greedy and exact.accepted_tokens == len(greedy)
-    _use(chat)
+    use_knobs(chat)
 
 
 def test_beta_zero_and_prefix_reuse_equal_greedy_under_the_chat_template(chat, ntrex):
@@ -229,7 +223,7 @@ def test_beta_zero_and_prefix_reuse_equal_greedy_under_the_chat_template(chat, n
             assert other.accepted_tokens > 0  # the drafts were really verified, not just regenerated
         if cfg.reuse:
             assert other.evaluated_tokens < ar.evaluated_tokens  # the prompt prefix was really reused
-    _use(chat)
+    use_knobs(chat)
 
 
 def test_chat_style_without_a_template_is_one_plain_error(store, monkeypatch):

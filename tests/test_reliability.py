@@ -221,6 +221,24 @@ def _writer(path: Path, rounds: int) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _kill_at_random(start, started, rng: random.Random, latest: float, what: str) -> float:
+    """Start a child (``start()``), wait until ``started()`` (its first write is on disk), let it run
+    a random moment up to ``latest`` seconds more and kill -9 it; returns the moment."""
+    proc = start()
+    moment = rng.uniform(0.0, latest)
+    try:
+        wait_for(lambda: started() or proc.poll() is not None, 20, what)
+        time.sleep(moment)  # the random moment itself: the child writes all the time
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return moment
+
+
 def test_settings_file_survives_kill_9_mid_write(tmp_path: Path):
     from core.settings import load_settings
 
@@ -228,18 +246,8 @@ def test_settings_file_survives_kill_9_mid_write(tmp_path: Path):
     valid = (_settings(_SETTINGS_A), _settings(_SETTINGS_B))
     rng = random.Random(7)
     for k in range(30):
-        proc = _writer(path, -1)  # saves A, B, A, B… until killed
-        moment = rng.uniform(0.0, 0.08)
-        try:
-            wait_for(lambda: path.exists() or proc.poll() is not None, 20, "the first save")
-            time.sleep(moment)
-            assert proc.poll() is None, proc.stderr.read()
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        # the child saves A, B, A, B… until killed
+        moment = _kill_at_random(lambda: _writer(path, -1), path.exists, rng, 0.08, "the first save")
         assert load_settings(path) in valid, f"kill {k + 1}, {moment * 1000:.0f} ms after the first save"
     assert not path.with_name("settings.toml.bak").exists()  # every file loaded, so none was backed up
     leftovers = [p.name for p in path.parent.iterdir() if p.name != "settings.toml"]
@@ -297,19 +305,10 @@ def test_model_store_survives_kill_9_mid_download(tmp_path: Path):
     rng = random.Random(11)
     try:
         for k in range(30):
-            proc = subprocess.Popen([sys.executable, "-c", _DOWNLOADER, str(root), ref, server.url], cwd=ROOT,
-                                    stderr=subprocess.PIPE, text=True)
-            moment = rng.uniform(0.0, 0.15)
-            try:
-                wait_for(lambda: manifest.exists() or proc.poll() is not None, 20, "the first download")
-                time.sleep(moment)
-                assert proc.poll() is None, proc.stderr.read()
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(10)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+            moment = _kill_at_random(
+                lambda: subprocess.Popen([sys.executable, "-c", _DOWNLOADER, str(root), ref, server.url], cwd=ROOT,
+                                         stderr=subprocess.PIPE, text=True),
+                manifest.exists, rng, 0.15, "the first download")
             when = f"kill {k + 1}, {moment * 1000:.0f} ms after the first download"
             assert json.loads(manifest.read_text())["files"]["model.gguf"]["size"] == len(payload), when
             path = store.resolve(ref)  # raises if the store thinks the model is missing or damaged

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import use_knobs
+
 from bench.translate import Config, identity, prefixes, run_config
 from core.stream import Sentence
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
@@ -19,14 +21,6 @@ def tr(store):
     translator.close()
 
 
-@pytest.fixture(scope="module")
-def ntrex(shared):
-    return (shared / "mt" / "ntrex128" / "newstest2019-src.eng.txt").read_text().splitlines()
-
-
-def _use(tr, beta=None, reuse=False, mask=0):
-    tr.options.beta, tr.options.reuse_prefix, tr.options.draft_mask_k = beta, reuse, mask
-    return tr
 
 
 def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
@@ -43,27 +37,27 @@ def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
 
 
 def test_beta_one_accepts_the_whole_draft(tr):
-    _use(tr)
+    use_knobs(tr)
     junk = tr.translate("Das ist ein ganz anderer Satz über das Wetter.").tokens  # unrelated draft
-    result = _use(tr, beta=1.0).translate("The meeting starts at nine.", junk)
+    result = use_knobs(tr, beta=1.0).translate("The meeting starts at nine.", junk)
     assert result.accepted_tokens == result.draft_tokens == len(junk)
     assert result.tokens[: len(junk)] == junk
 
 
 def test_acceptance_counts_on_hand_checked_drafts(tr):
     source = "The government announced new rules for schools on Monday."
-    greedy = _use(tr).translate(source).tokens
+    greedy = use_knobs(tr).translate(source).tokens
     assert len(greedy) > 4
     # the greedy output itself as the draft: everything accepted, nothing more generated (A/D = A/O = 1)
-    same = _use(tr, beta=0.0).translate(source, greedy)
+    same = use_knobs(tr, beta=0.0).translate(source, greedy)
     assert same.tokens == greedy and same.accepted_tokens == len(greedy) == same.draft_tokens
     # a draft that is right for 3 tokens and then wrong: exactly 3 accepted, output still greedy
     wrong = greedy[:3] + [greedy[3] + 1] + greedy[4:]
-    fixed = _use(tr, beta=0.0).translate(source, wrong)
+    fixed = use_knobs(tr, beta=0.0).translate(source, wrong)
     assert fixed.accepted_tokens == 3 and fixed.draft_tokens == len(wrong)
     assert fixed.tokens == greedy
     # in-draft mask-k drops the last k draft tokens before verification
-    masked = _use(tr, beta=0.0, mask=2).translate(source, greedy)
+    masked = use_knobs(tr, beta=0.0, mask=2).translate(source, greedy)
     assert masked.draft_tokens == len(greedy) - 2 and masked.accepted_tokens == len(greedy) - 2
     assert masked.tokens == greedy
 
@@ -71,7 +65,7 @@ def test_acceptance_counts_on_hand_checked_drafts(tr):
 def test_rollback_then_continue_equals_fresh_evaluation(tr):
     from core.translate.llama_runner import PROMPT_CHUNK, SMALL_CHUNK
 
-    runner = _use(tr).runner
+    runner = use_knobs(tr).runner
     prompt = tr.prompt_tokens("The weather is cold today.")
     draft = runner.tokenize(" Das Wetter ist heute kalt und nass und windig")
     runner.truncate(0)
@@ -90,16 +84,16 @@ def test_rollback_then_continue_equals_fresh_evaluation(tr):
 
 
 def test_kv_prefix_reuse_evaluates_only_what_changed(tr):
-    _use(tr, reuse=True)
+    use_knobs(tr, reuse=True)
     first = tr.translate("The council met on Tuesday")
     second = tr.translate("The council met on Tuesday to discuss")
     assert second.reused_tokens > 0.8 * first.prompt_tokens
     assert second.evaluated_tokens < second.prompt_tokens
-    _use(tr)
+    use_knobs(tr)
 
 
 def test_streaming_translator_drafts_from_previous_translation(tr, ntrex):
-    _use(tr, beta=0.2, reuse=True)
+    use_knobs(tr, beta=0.2, reuse=True)
     st = StreamingTranslator(tr)
     sentence = ntrex[0]
     steps = prefixes(sentence)
@@ -109,15 +103,15 @@ def test_streaming_translator_drafts_from_previous_translation(tr, ntrex):
     assert update.frozen and update.frozen[0].text
     assert st.draft_tokens > 0 and 0 < st.accepted_tokens <= st.draft_tokens
     assert st.accepted_tokens <= st.output_tokens
-    _use(tr)
+    use_knobs(tr)
 
 
 def test_empty_and_non_utf8_sources(tr):
-    assert _use(tr, beta=0.2).translate("", [1, 2, 3]).tokens == []
+    assert use_knobs(tr, beta=0.2).translate("", [1, 2, 3]).tokens == []
     broken = b"caf\xe9 au lait is served at nine".decode("utf-8", "surrogateescape")  # not valid UTF-8
     result = tr.translate(broken)
     assert result.text and "\udce9" not in result.text
-    _use(tr)
+    use_knobs(tr)
 
 
 def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de):

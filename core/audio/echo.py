@@ -177,13 +177,20 @@ class EchoGate:
         return (predicted > self.gain * self._active) & (energies <= MARGIN * predicted) & ~held
 
 
-class ReferenceTap:
-    """A source whose audio also feeds an :class:`EchoGate` as the reference (the system audio)."""
+class _Wrapper:
+    """A source that passes through another one (start, stop, interrupt, duration, overflows are its own)."""
 
     def __init__(self, source, gate: EchoGate) -> None:
         self.source = source
         self.gate = gate
         self.name = source.name
+
+    def __getattr__(self, name: str):
+        return getattr(self.source, name)
+
+
+class ReferenceTap(_Wrapper):
+    """A source whose audio also feeds an :class:`EchoGate` as the reference (the system audio)."""
 
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
         """The wrapped source's next audio, also handed to the gate."""
@@ -192,17 +199,9 @@ class ReferenceTap:
             self.gate.reference(chunk)
         return chunk
 
-    def __getattr__(self, name: str):  # start, stop, interrupt, duration, overflows: the source's own
-        return getattr(self.source, name)
 
-
-class EchoGatedSource:
+class EchoGatedSource(_Wrapper):
     """A source (the microphone) whose audio passes an :class:`EchoGate` before anyone hears it."""
-
-    def __init__(self, source, gate: EchoGate) -> None:
-        self.source = source
-        self.gate = gate
-        self.name = source.name
 
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
         """The wrapped source's next audio with the speakers' echo silenced."""
@@ -210,6 +209,3 @@ class EchoGatedSource:
         if chunk is None or chunk.size == 0:
             return chunk
         return self.gate.filter(chunk)
-
-    def __getattr__(self, name: str):  # start, stop, interrupt, duration, overflows: the source's own
-        return getattr(self.source, name)
