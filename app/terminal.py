@@ -63,8 +63,11 @@ def _fit(text: str, width: int) -> str:
 class TerminalDisplay:
     """A :class:`~core.session.pipeline.PipelineListener` for terminals (ANSI) and plain pipes."""
 
-    def __init__(self, stream: TextIO | None = None, color: bool | None = None, show_translation: bool = True) -> None:
+    def __init__(self, stream: TextIO | None = None, color: bool | None = None, show_translation: bool = True,
+                 errors: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
+        self.errors = errors or sys.stderr  # errors go here as one `sotto:` line each, like the command's own
+        self.reported: list[str] = []  # the errors written there
         self.tty = self.stream.isatty() if color is None else color
         self.show_translation = show_translation
         self._printed_lines = 0  # finished lines already printed
@@ -98,13 +101,19 @@ class TerminalDisplay:
                 self._render()
 
     def on_message(self, level: str, text: str) -> None:
-        """Show a warning or error above the live block."""
+        """Show a warning above the live block; an error as a `sotto:` line on the error stream."""
         with self._lock:
             if level == "error" and "translation" in text.lower():
                 self._flush_all = True
             self._clear_live()
-            prefix = "⚠ " if level != "info" else ""
-            self.stream.write(f"{prefix}{text}\n")
+            if level == "error":
+                self.stream.flush()
+                self.errors.write(f"sotto: {text}\n")
+                self.errors.flush()
+                self.reported.append(text)
+            else:
+                prefix = "⚠ " if level != "info" else ""
+                self.stream.write(f"{prefix}{text}\n")
             self._render()
 
     def close(self) -> None:
@@ -232,8 +241,11 @@ def caption(args: argparse.Namespace) -> int:
             translator.close()
     if display:
         display.close()
+    for error in summary.errors:  # said live by the display; said here when quiet
+        if display is None or error not in display.reported:
+            sys.stderr.write(f"sotto: {error}\n")
     if not args.quiet:
-        _print_summary(summary, out_dir)
+        _print_summary(summary, out_dir, pipeline.journal is None or pipeline.journal.problem is None)
     if summary.errors:
         return EXIT_ERROR
     return EXIT_INTERRUPTED if stopped.is_set() else 0
@@ -256,7 +268,7 @@ def _stop_on_signals(pipeline) -> threading.Event:
     return stopped
 
 
-def _print_summary(summary, out_dir: Path | None) -> None:
+def _print_summary(summary, out_dir: Path | None, saved_all: bool = True) -> None:
     parts = [f"{summary.audio_seconds:.1f} s of audio in {summary.wall_seconds:.1f} s"]
     if summary.cpu_seconds_per_audio_second is not None:
         parts.append(f"{summary.cpu_seconds_per_audio_second:.2f} CPU-s per audio-s")
@@ -268,4 +280,5 @@ def _print_summary(summary, out_dir: Path | None) -> None:
     if summary.no_speech:
         sys.stderr.write(f"No speech was detected in {summary.source}.\n")
     if out_dir:
-        sys.stderr.write(f"Captions written to {out_dir}.\n")
+        sys.stderr.write(f"Captions written to {out_dir}.\n" if saved_all else
+                         f"The captions saved before that are in {out_dir}.\n")

@@ -7,6 +7,8 @@ show as is; the technical detail goes to the log file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class SottoError(Exception):
     """Base class: ``str(err)`` is a user-facing sentence."""
@@ -28,6 +30,10 @@ class ModelError(SottoError):
     """A model is missing, corrupt or failed to load."""
 
 
+class ModelMemoryError(ModelError):
+    """There was not enough memory to load a model (the sentence suggests a smaller one)."""
+
+
 class ModelNotFoundError(ModelError):
     """A model is not in the store and no source can provide it offline."""
 
@@ -46,3 +52,23 @@ class TranslationError(SottoError):
 
 class Interrupted(SottoError):
     """Work was stopped on request (not a failure; nothing is reported)."""
+
+
+# What the libraries say when an allocation fails: numpy/pybind11 raise MemoryError, CTranslate2
+# "mkl_malloc: failed to allocate memory", llama.cpp logs "insufficient memory" / "failed to
+# allocate buffer" and raises ValueError("Failed to create llama_context"), the OS says ENOMEM.
+_MEMORY_WORDS = ("out of memory", "insufficient memory", "cannot allocate memory", "failed to allocate",
+                 "unable to allocate", "bad_alloc", "mkl_malloc", "enomem")
+
+
+def out_of_memory(exc: BaseException, details: Iterable[str] = ()) -> bool:
+    """True when ``exc`` (or what caused it, or a library's log lines ``details``) says memory ran out."""
+    texts = list(details)
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, MemoryError):
+            return True
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(texts).lower()
+    return any(word in text for word in _MEMORY_WORDS)

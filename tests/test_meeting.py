@@ -210,12 +210,12 @@ def test_settings_panel_meters_both_streams(qtbot, meeting, monkeypatch):
         qtbot.wait(1500)  # both meters open their streams and read silence
         assert panel.level("mic")[0] <= -59 and panel.level("system")[0] <= -59
         player = subprocess.Popen(["paplay", "--device=meeting", str(SHARED / "asr" / THEM_CLIP)], env=meeting)
-        qtbot.waitUntil(lambda: panel.level("system")[0] > -40, timeout=15_000)
+        qtbot.waitUntil(lambda: panel.level("system")[0] > -40, timeout=40_000)
         assert panel.level("mic")[0] <= -59, "nothing plays into the microphone"
         player.terminate()
         player.wait(10)
         mic_player = subprocess.Popen(["paplay", "--device=micsink", str(SHARED / "asr" / ME_CLIP)], env=meeting)
-        qtbot.waitUntil(lambda: panel.level("mic")[0] > -40, timeout=15_000)
+        qtbot.waitUntil(lambda: panel.level("mic")[0] > -40, timeout=40_000)
         mic_player.terminate()
         mic_player.wait(10)
         assert not any(note for _, note in (panel.level("mic"), panel.level("system")))

@@ -22,6 +22,7 @@ from core.errors import SottoError
 from core.models.store import ModelStore
 from core.session.history import CaptionHistory
 from core.session.service import IDLE, CaptionService
+from core.session.summary import CAUGHT_UP_MESSAGE
 from core.settings import Settings, load_settings, settings_path
 from core.stream import Progress
 
@@ -67,6 +68,7 @@ class AppController(QObject):
         if QSystemTrayIcon.isSystemTrayAvailable():
             self.tray = TrayIcon(self.icon, self.window)
         self._shut_down = False
+        self._error_shown = False  # an error is on the control window (falling behind does not replace it)
         self._connect()
         self.window.set_toggles(settings.overlay.visible, settings.overlay.click_through)
         if show_windows:
@@ -118,6 +120,10 @@ class AppController(QObject):
         return names.get(src) or (f"System audio ({src[7:]})" if src.startswith("system:") else Path(src).name)
 
     def _on_message(self, level: str, text: str) -> None:
+        if level == "error":
+            self._error_shown = True
+        elif self._error_shown and (level == "warning" or text == CAUGHT_UP_MESSAGE):
+            return  # this session's error stays in view; how far behind shows in the detail line
         self.window.show_message(level, text)
         if level == "error":
             self.overlay_controller.show_problem(text)
@@ -134,6 +140,7 @@ class AppController(QObject):
     def toggle_start(self) -> None:
         """Start captions, or stop them if they run."""
         if self.service.state == IDLE:
+            self._error_shown = False
             self.window.show_message("info", "")
             self.overlay_controller.new_session()
             self.service.start()

@@ -17,6 +17,8 @@ HOTKEYS = {
     "click_through": "Ctrl+Shift+T",
 }
 
+MESSAGE_STYLES = {"error": "color: #c0392b;", "warning": "color: #b9770e;"}
+
 
 class ControlWindow(QMainWindow):
     """A small main window: what runs, and the buttons to control it."""
@@ -128,8 +130,8 @@ class ControlWindow(QMainWindow):
         self.detail.setText(text)
 
     def show_message(self, level: str, text: str) -> None:
-        """A message for the user (errors in red)."""
-        self.message.setStyleSheet("color: #c0392b;" if level == "error" else "")
+        """A message for the user (errors in red, warnings such as falling behind in amber)."""
+        self.message.setStyleSheet(MESSAGE_STYLES.get(level, ""))
         self.message.setText(text)
 
     def set_toggles(self, overlay_visible: bool, click_through: bool) -> None:

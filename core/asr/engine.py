@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import logger
 from ..compute import COMPUTE_GATE, cuda_available
-from ..errors import Interrupted, ModelError
+from ..errors import Interrupted, ModelMemoryError, out_of_memory
 from ..stream import Word
 
 
@@ -67,6 +67,7 @@ class FasterWhisperEngine(ASREngine):
         if device == "auto":
             device = "cuda" if cuda_available() else "cpu"
         self.name = f"faster-whisper:{Path(model_path).name}"
+        self.model_name = Path(model_path).name  # the store folder's name is the model's
         try:
             self.model = WhisperModel(
                 str(model_path),
@@ -75,12 +76,11 @@ class FasterWhisperEngine(ASREngine):
                 cpu_threads=cpu_threads or default_threads(),
                 local_files_only=True,
             )
-        except Exception as exc:  # CTranslate2 raises RuntimeError / ValueError for bad files
+        except Exception as exc:  # CTranslate2: RuntimeError / ValueError for bad files, "failed to allocate"
+            from ..models.store import load_failure
+
             logger.exception("loading Whisper model from %s failed", model_path)
-            raise ModelError(
-                f"The speech model in {model_path} could not be loaded; it may be incomplete or damaged "
-                "(`sotto models` shows its state)."
-            ) from exc
+            raise load_failure(model_path, "whisper-ct2", exc) from exc
         self.multilingual = self.model.model.is_multilingual
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
@@ -94,7 +94,15 @@ class FasterWhisperEngine(ASREngine):
         with COMPUTE_GATE:
             if abort is not None and abort.is_set():
                 raise Interrupted("Recognition was stopped.")
-            return self._transcribe(audio, prompt, language)
+            try:
+                return self._transcribe(audio, prompt, language)
+            except (RuntimeError, MemoryError) as exc:  # CTranslate2: "mkl_malloc: failed to allocate memory"
+                if not out_of_memory(exc):
+                    raise
+                from ..models.store import memory_message
+
+                logger.exception("decoding with %s ran out of memory", self.name)
+                raise ModelMemoryError(memory_message(self.model_name, "whisper-ct2", "run")) from exc
 
     def _transcribe(self, audio: np.ndarray, prompt: str, language: str | None) -> Hypothesis:
         import time

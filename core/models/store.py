@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import logger
-from ..errors import DownloadError, ModelError, ModelNotFoundError
+from ..errors import DownloadError, ModelError, ModelMemoryError, ModelNotFoundError, out_of_memory
 from ..paths import fsync_dir, models_dir, write_atomic
 from .download import DownloadProgress, download_file, sha256_file
 from .registry import MODELS, BundledPart, ModelFile, ModelSpec, get_spec, hub_url
@@ -150,7 +150,7 @@ class ModelStore:
             return "missing"
         for fname, info in manifest.get("files", {}).items():
             path = directory / fname
-            if not path.exists() or path.stat().st_size != info["size"]:
+            if info.get(DAMAGED) or not path.exists() or path.stat().st_size != info["size"]:
                 return "corrupt"
         return "ready"
 
@@ -262,12 +262,21 @@ class ModelStore:
 
         Resumes partial files; verifies each file against its pinned sha256 or
         the checksum the hub states. ``base_url`` defaults to :func:`hub_url`
-        (``HF_ENDPOINT`` or Hugging Face). Raises :class:`DownloadError` in plain words.
+        (``HF_ENDPOINT`` or Hugging Face). A bundled model whose packages are installed is made
+        anew from them instead (offline; this mends one flagged damaged by :func:`load_failure`).
+        Raises :class:`DownloadError` in plain words.
         """
         base_url = base_url or hub_url()
         spec = get_spec(name) or (spec_from_hub_ref(name) if name.startswith("hf:") else None)
         if spec is None:
             raise ModelNotFoundError(_unknown_model_message(name))
+        if bundled_available(spec):  # it ships with Sotto: made anew from its packages, offline (e.g. when damaged)
+            def status(message: str, fraction: float | None) -> None:
+                if progress is not None:
+                    progress(spec.name, DownloadProgress("bundled", int(1000 * (fraction or 0)), 1000, 0.0))
+
+            self.prepare_bundled(spec, status)
+            return self._load_path(spec, self.model_dir(spec.name))
         if spec.hub_repo is None:
             raise DownloadError(f"The model '{spec.name}' has no download source.")
         directory = self.model_dir(spec.name)
@@ -308,6 +317,88 @@ class ModelStore:
     def remove(self, name: str) -> None:
         """Delete a model from the store (bundled ones are re-made on next use)."""
         shutil.rmtree(self.model_dir(name), ignore_errors=True)
+
+
+# -- a model that would not load ----------------------------------------------------------------
+DAMAGED = "damaged"  # a manifest file entry flagged so: the file failed to load and its checksum is wrong
+_KIND_NOUN = {"whisper-ct2": "speech", "gguf": "translation"}
+
+
+def _store_entry(path: Path) -> tuple[Path, dict] | None:
+    """The store folder a model path (a Whisper folder or a GGUF file) lies in and its manifest,
+    if it is a store's (a copy elsewhere is not: `sotto models get` would not mend it)."""
+    for directory in (path, path.parent):
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        name = manifest.get("name") if isinstance(manifest, dict) else None
+        if isinstance(name, str) and directory.name == name.replace("/", "--"):
+            return directory, manifest
+    return None
+
+
+def _smaller_model(name: str, kind: str) -> str | None:
+    """A catalogue model of ``kind`` smaller than ``name`` (a bundled one if any, else the smallest)."""
+    spec = get_spec(name)
+    size = spec.approx_size if spec is not None else 1 << 62
+    smaller = sorted((s for s in MODELS.values() if s.kind == kind and 0 < s.approx_size < size),
+                     key=lambda s: (not s.bundled, s.approx_size))
+    return smaller[0].name if smaller else None
+
+
+def memory_message(name: str, kind: str, doing: str = "load") -> str:
+    """The sentence for a model ``name`` of ``kind`` that ran out of memory (to load it, or to run it)."""
+    noun = _KIND_NOUN.get(kind, "")
+    smaller = _smaller_model(name, kind)
+    if smaller is not None:
+        return (f"There is not enough memory to {doing} the {noun} model {name}; close other programs or choose a "
+                f"smaller model such as {smaller}.")
+    if kind == "gguf":
+        return (f"There is not enough memory to {doing} the translation model {name}, the smallest there is; "
+                "close other programs or caption without translation (target none).")
+    return (f"There is not enough memory to {doing} the {noun} model {name}, the smallest there is; close other "
+            "programs and try again.")
+
+
+def load_failure(model_path: str | Path, kind: str, exc: BaseException, details: tuple[str, ...] = ()) -> ModelError:
+    """The one-sentence error for a model (``kind`` ``whisper-ct2`` or ``gguf``) that failed to load.
+
+    Out of memory (``exc``, its cause or the library's log lines ``details`` say so): a
+    :class:`ModelMemoryError` suggesting a smaller model. Otherwise, for a model of a store, its
+    files are checked against their recorded checksums; a damaged one is flagged in its manifest
+    (``sotto models`` then shows it damaged, and ``sotto models get NAME`` or, for a bundled model,
+    the next start prepares it anew) and the sentence names that command. None of these: a
+    sentence naming the file, the detail in the log.
+    """
+    path = Path(model_path)
+    noun = _KIND_NOUN.get(kind, "")
+    entry = _store_entry(path)
+    directory, manifest = entry if entry is not None else (None, None)
+    name = str(manifest["name"]) if manifest else path.name
+    if out_of_memory(exc, details):
+        return ModelMemoryError(memory_message(name, kind))
+    if manifest is not None and directory is not None:
+        files = manifest.get("files", {})
+        bad = [f for f, info in files.items()
+               if not (directory / f).is_file() or info.get("sha256") not in (None, sha256_file(directory / f))]
+        if bad:
+            for f in bad:
+                files[f][DAMAGED] = True
+            try:
+                write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2))
+            except OSError:
+                logger.exception("could not flag %s as damaged", directory)
+            logger.error("model %s: %s fail their checksum", name, ", ".join(bad))
+            return ModelError(f"The {noun} model {name} could not be loaded because it is damaged; run "
+                              f"`sotto models get {name}` to get it back.")
+        return ModelError(f"The {noun} model {name} could not be loaded although its files are intact; the "
+                          "details are in the log file.")
+    if kind == "gguf":
+        return ModelError(f"The translation model {path.name} could not be loaded; the file may be incomplete, "
+                          "damaged or not a GGUF model.")
+    return ModelError(f"The speech model in {path} could not be loaded; it may be incomplete or damaged "
+                      "(`sotto models` shows its state).")
 
 
 def spec_from_hub_ref(ref: str) -> ModelSpec:

@@ -7,17 +7,25 @@ sentence is finished and at the end, so a crash loses at most the unfinished lin
 The journal owns its record schema: :meth:`CaptionJournal.transcript` and
 :meth:`CaptionJournal.translation` write the records, :func:`read_records` reads
 them back (for the history), skipping a half-written last line.
+
+It also owns its disk's failures: when a write fails (the disk is full, the folder
+vanished or turned read-only), it stops writing, keeps what was written, and reports
+one sentence once (:attr:`CaptionJournal.problem`, the ``on_problem`` callback); it
+never raises into the caption loop, which goes on captioning without saving.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .. import logger
 from ..captions.subtitles import to_srt, write_text_atomic
 from ..stream import TranscriptUpdate, TranslationUpdate, speaker_label
 
@@ -29,21 +37,51 @@ SESSION, TRANSCRIPT, TRANSLATION = "session", "source", "translation"
 class CaptionJournal:
     """Writes one run's caption files into a directory."""
 
-    def __init__(self, directory: Path, translate: bool, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, directory: Path, translate: bool, meta: dict[str, Any] | None = None,
+                 on_problem: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.translate = translate
+        self.problem: str | None = None  # why writing stopped (one sentence), once it has
+        self._on_problem = on_problem
+        self._jsonl = None
+        self.source_cues: list[tuple[float, float, str]] = []
+        self.translation_cues: dict[int, tuple[float, float, str]] = {}
+        self._write(self._open)
+        self._record({"kind": SESSION, "started": round(time.time(), 3), **(meta or {})})
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
         # errors: a source whose name is not valid UTF-8 (surrogates from the file system) is still journaled
         self._jsonl = open(self.directory / JOURNAL_FILE, "w", encoding="utf-8", errors="backslashreplace",
                            buffering=1)
-        self.source_cues: list[tuple[float, float, str]] = []
-        self.translation_cues: dict[int, tuple[float, float, str]] = {}
-        self._record({"kind": SESSION, "started": round(time.time(), 3), **(meta or {})})
+
+    def _write(self, write: Callable[..., None], *args: Any) -> None:
+        """Run one write unless writing has stopped; a failed write stops all writing."""
+        if self.problem is not None:
+            return
+        try:
+            write(*args)
+        except OSError as exc:
+            self._stop_writing(exc)
+
+    def _stop_writing(self, exc: OSError) -> None:
+        logger.error("journal in %s stopped writing: %s", self.directory, exc, exc_info=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            self.problem = (f"The disk holding {self.directory} is full, so captions are no longer saved "
+                            "(what was saved is kept); captioning goes on without saving.")
+        else:
+            self.problem = (f"Captions can no longer be saved to {self.directory} ({exc.strerror or exc}); "
+                            "what was saved is kept and captioning goes on without saving.")
+        if self._jsonl is not None:
+            with contextlib.suppress(OSError):  # the file is closed even when its last flush fails
+                self._jsonl.close()
+        if self._on_problem is not None:
+            self._on_problem(self.problem)
 
     def _record(self, event: dict[str, Any]) -> None:
-        if self._jsonl.closed:
+        if self._jsonl is None or self._jsonl.closed:
             return
-        self._jsonl.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self._write(self._jsonl.write, json.dumps(event, ensure_ascii=False) + "\n")
 
     def transcript(self, wall: float, update: TranscriptUpdate, shown: str) -> None:
         """Journal a transcript update (``shown``: the partial line as displayed); finished
@@ -51,7 +89,7 @@ class CaptionJournal:
         for s in update.sentences:
             self.source_cues.append((s.start, s.end, _said(s.speaker, s.text)))
         if update.sentences:
-            write_text_atomic(self.directory / "source.srt", to_srt(self.source_cues))
+            self._write(write_text_atomic, self.directory / "source.srt", to_srt(self.source_cues))
         self._record({
             "kind": TRANSCRIPT,
             "wall": round(wall, 3),
@@ -88,14 +126,16 @@ class CaptionJournal:
     def _write_translation(self) -> None:
         if self.translate:
             cues = [self.translation_cues[i] for i in sorted(self.translation_cues)]
-            write_text_atomic(self.directory / "translation.srt", to_srt(cues))
+            self._write(write_text_atomic, self.directory / "translation.srt", to_srt(cues))
 
     def close(self, summary: dict[str, Any]) -> None:
-        """Write the final files and ``summary.json``."""
-        write_text_atomic(self.directory / "source.srt", to_srt(self.source_cues))
+        """Write the final files and ``summary.json`` (nothing once writing has stopped)."""
+        self._write(write_text_atomic, self.directory / "source.srt", to_srt(self.source_cues))
         self._write_translation()
-        write_text_atomic(self.directory / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-        self._jsonl.close()
+        self._write(write_text_atomic, self.directory / "summary.json",
+                    json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        if self._jsonl is not None and not self._jsonl.closed:
+            self._write(self._jsonl.close)
 
 
 def _said(speaker: str, text: str) -> str:

@@ -6,7 +6,8 @@ caption policy decides what is shown.
 :class:`CaptionPipeline` runs on the caller's thread (the ASR loop) plus the
 translation worker's thread. In real-time mode each read takes *all* audio that
 arrived since the last one (never a backlog), and the translation worker drops
-stale partials. In fast mode (a file as fast as possible) every step runs in
+stale partials; when the lag still reaches :data:`~.summary.BEHIND_S` the listener
+is told once ("falling behind"), and once more when it has caught up. In fast mode (a file as fast as possible) every step runs in
 order, so results are reproducible. Displays plug in through :class:`PipelineListener`.
 """
 
@@ -34,7 +35,8 @@ from ..translate.translator import LlamaTranslator
 from ..translate.worker import InlineTranslation, TranslationWorker
 from .engines import translator_knobs
 from .journal import CaptionJournal
-from .summary import ASRInfo, RunStats, RunSummary, TranslationInfo
+from .summary import (BEHIND_S, CAUGHT_UP_MESSAGE, CAUGHT_UP_S, ASRInfo, RunStats, RunSummary, TranslationInfo,
+                      falling_behind_message)
 
 
 class PipelineListener(Protocol):
@@ -184,7 +186,8 @@ class CaptionPipeline:
                                         translation_mask_k=_translation_mask_k(self.settings),
                                         speakers=tuple(sources))
         if self.out_dir is not None:
-            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header())
+            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header(),
+                                          on_problem=self._on_journal_problem)
         self._translation = self._open_translation()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
@@ -210,6 +213,7 @@ class CaptionPipeline:
             summary = self._summary(time.process_time() - cpu0, interrupted)
             if self.journal is not None:
                 self.journal.close(summary.to_dict())
+                summary.errors = list(self._errors)  # the disk may have filled at the last write
         return summary
 
     def _read_loop(self) -> None:
@@ -264,6 +268,17 @@ class CaptionPipeline:
         lag = self.stats.on_read(wall, audio_time)
         window = max(s.transcriber.window.seconds for s in self.streams)
         self.listener.on_progress(Progress(audio_time, self.streams[0].source.duration, wall, lag, window))
+        if lag is not None:
+            self._tell_lag(lag)
+
+    def _tell_lag(self, lag: float) -> None:
+        """Say once when captions fall :data:`BEHIND_S` behind the speech, and once when they are back."""
+        if not self.stats.behind and lag >= BEHIND_S:
+            self.stats.on_behind(lag)
+            self.listener.on_message("warning", falling_behind_message(lag))
+        elif self.stats.behind and lag < CAUGHT_UP_S:
+            self.stats.on_caught_up()
+            self.listener.on_message("info", CAUGHT_UP_MESSAGE)
 
     # -- translation routing -----------------------------------------------------------------
     def _open_translation(self) -> TranslationWorker | InlineTranslation | None:
@@ -322,6 +337,11 @@ class CaptionPipeline:
                 self.journal.translation(now, update, view.partial_of(update.speaker).shown_translation)
             self.listener.on_view(view)
 
+    def _on_journal_problem(self, message: str) -> None:
+        """The journal stopped writing (disk full…): tell once; captioning goes on without saving."""
+        self._errors.append(message)
+        self.listener.on_message("error", message)
+
     def _on_translate_error(self, exc: SottoError) -> None:
         message = f"{exc} Captions continue without translation."
         self._errors.append(message)
@@ -378,4 +398,5 @@ class CaptionPipeline:
             errors=list(self._errors),
             completed=interrupted is None and not self._stop.is_set(),
             latency_seconds=self.stats.latencies(),
+            fell_behind=self.stats.fell_behind,
         )

@@ -13,6 +13,7 @@ its own history folder as it is produced.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -245,7 +246,11 @@ class CaptionService:
             spec, _ = source_spec(settings)
         sources = open_streams(spec, realtime=True, channel=settings.audio.channel, device=settings.audio.device)
         name = " + ".join(s.name for s in sources.values())
-        directory = self.history.new_session_dir()
+        try:
+            directory = self.history.new_session_dir()
+        except OSError as exc:  # a full or unwritable disk: the journal tells the user once, captions go on
+            logger.error("no history folder: %s", exc)
+            directory = self.history.root / time.strftime("%Y%m%d-%H%M%S")
         assert self.asr_engine is not None
         pipeline = CaptionPipeline(settings, self.asr_engine, self.translation_engine, self.listener, directory,
                                    realtime=True, translation_worker=self._translation_worker)

@@ -14,6 +14,20 @@ from typing import Any
 
 from ..stream import StageTimings, TranscriptUpdate, TranslationUpdate
 
+# Overload: a real-time run whose lag (wall clock minus audio clock at a read) reaches BEHIND_S
+# tells the user once per episode; it has caught up when the lag is back under CAUGHT_UP_S (lower,
+# so a lag hovering around the threshold does not flood the user with messages). Each read takes
+# all audio since the last one, so one slow decode makes a lag that the next read catches up on.
+BEHIND_S = 3.0
+CAUGHT_UP_S = 2.0
+CAUGHT_UP_MESSAGE = "Sotto has caught up; captions are live again."
+
+
+def falling_behind_message(lag: float) -> str:
+    """The warning when captions are ``lag`` seconds behind the speech."""
+    return (f"Sotto is falling behind ({lag:.0f} s); captions will catch up: the newest speech comes first, "
+            "and a smaller model or fewer busy programs helps.")
+
 
 @dataclass
 class LatencyStats:
@@ -99,6 +113,7 @@ class RunSummary:
     machine: dict[str, Any] = field(default_factory=lambda: {
         "cpu_count": os.cpu_count(), "platform": platform.platform(), "processor": platform.machine()})
     latency_seconds: Latencies | None = None  # real time only
+    fell_behind: int = 0  # times the lag reached BEHIND_S (real time only; each told once)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as JSON-ready data (``latency_seconds`` only for real-time runs)."""
@@ -117,6 +132,17 @@ class RunStats:
         self._lag: list[float] = []
         self._sentence: list[float] = []
         self._translation: list[float] = []
+        self.behind = False  # the lag reached BEHIND_S and has not yet come back under CAUGHT_UP_S
+        self.fell_behind = 0
+
+    def on_behind(self, lag: float) -> None:
+        """The lag reached :data:`BEHIND_S` (an episode of overload starts)."""
+        self.behind = True
+        self.fell_behind += 1
+
+    def on_caught_up(self) -> None:
+        """The lag is back under :data:`CAUGHT_UP_S`."""
+        self.behind = False
 
     def on_read(self, wall: float, audio_time: float) -> float | None:
         """After each read: the lag (real time only)."""

@@ -20,6 +20,7 @@ from ..errors import Interrupted, ModelError
 
 
 _native_log_callback = None
+_load_messages: list[str] | None = None  # llama.cpp's warnings and errors while a model loads (under _params_lock)
 
 
 def _route_native_log() -> None:
@@ -38,6 +39,8 @@ def _route_native_log() -> None:
         message = text.decode("utf-8", errors="replace").rstrip()
         if message and message != ".":
             logger.log(levels.get(level, logging.DEBUG), "llama.cpp: %s", message)
+            if level >= 3 and _load_messages is not None:
+                _load_messages.append(message)
 
     _native_log_callback = callback  # keep a reference: C holds only the pointer
     llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
@@ -57,6 +60,12 @@ PROMPT_CHUNK = 16
 SMALL_CHUNK = 7
 
 _params_lock = threading.Lock()
+
+# Loading: the weights are read into the process's own memory instead of being mapped
+# from the file (llama.cpp's default). A mapped file that is truncated or copied over while Sotto
+# runs (``cp other.gguf`` over it, a re-download in place) kills the process with SIGBUS at the
+# next translation (measured: a live session died mid-sentence, exit 135); read into memory, the
+# running session keeps translating and only the next start meets the damaged file.
 
 
 @contextlib.contextmanager
@@ -86,6 +95,25 @@ def _without_weight_repacking():
             module.llama_model_default_params = original
 
 
+# Room a model needs beyond its weights before llama.cpp can fail cleanly. Short of memory,
+# llama.cpp returns an error for a big buffer it cannot get, but aborts the whole process
+# (GGML_ASSERT in ggml_init) when a small allocation fails just after the weights were allocated:
+# measured with Gemma 3 270M under RLIMIT_AS, a window from about 280 to 310 MB of room above
+# the other libraries, where `sotto caption` died with SIGABRT. Reserving the weights plus this
+# margin first (address space only, nothing touched) turns that window into a clean error.
+LOAD_MARGIN = 128 << 20
+
+
+def _reserve(size: int) -> None:
+    """Raise MemoryError unless ``size`` bytes of memory can be reserved now (and let go at once)."""
+    import mmap
+
+    try:
+        mmap.mmap(-1, size).close()
+    except (OSError, OverflowError, ValueError) as exc:
+        raise MemoryError(f"cannot reserve {size} bytes of memory ({exc})") from exc
+
+
 class LlamaRunner:
     """One model, one context, one sequence; not thread-safe (one owner thread)."""
 
@@ -98,23 +126,31 @@ class LlamaRunner:
         path = Path(model_path)
         if not path.exists():
             raise ModelError(f"The translation model file {path} does not exist.")
+        global _load_messages
+        details: tuple[str, ...] = ()
         try:
+            _reserve(path.stat().st_size + LOAD_MARGIN)
             with _without_weight_repacking():
-                self.llm = Llama(
-                    model_path=str(path),
-                    n_ctx=n_ctx,
-                    n_batch=512,
-                    n_threads=n_threads or max(1, os.cpu_count() or 1),
-                    n_gpu_layers=n_gpu_layers,
-                    logits_all=False,
-                    verbose=False,
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
+                _load_messages = []
+                try:
+                    self.llm = Llama(
+                        model_path=str(path),
+                        n_ctx=n_ctx,
+                        n_batch=512,
+                        n_threads=n_threads or max(1, os.cpu_count() or 1),
+                        n_gpu_layers=n_gpu_layers,
+                        logits_all=False,
+                        use_mmap=False,  # read into memory: see "Loading" above
+                        verbose=False,
+                    )
+                finally:
+                    details, _load_messages = tuple(_load_messages), None
+        except (ValueError, RuntimeError, OSError, MemoryError) as exc:
+            # llama.cpp says why only in its log ("insufficient memory", "failed to allocate buffer")
+            from ..models.store import load_failure
+
             logger.exception("loading GGUF %s failed", path)
-            raise ModelError(
-                f"The translation model {path.name} could not be loaded; the file may be incomplete, damaged "
-                "or not a GGUF model."
-            ) from exc
+            raise load_failure(path, "gguf", exc, details) from exc
         self.path = path
         self.n_ctx = self.llm.n_ctx()
         self.n_vocab = self.llm.n_vocab()
