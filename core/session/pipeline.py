@@ -185,9 +185,6 @@ class CaptionPipeline:
             self.policy = CaptionPolicy(self.settings.captions.mask_k, self.settings.asr.language, self._target,
                                         translation_mask_k=_translation_mask_k(self.settings),
                                         speakers=tuple(sources))
-        if self.out_dir is not None:
-            self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None, self._journal_header(),
-                                          on_problem=self._on_journal_problem)
         self._translation = self._open_translation()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
@@ -195,6 +192,9 @@ class CaptionPipeline:
         try:
             for stream in self.streams:
                 stream.source.start()
+            if self.out_dir is not None:  # the files appear once every source captures
+                self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None,
+                                              self._journal_header(), on_problem=self._on_journal_problem)
             self._read_loop()
             if self._quick_stop:
                 self._finish_quickly()
