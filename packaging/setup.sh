@@ -11,7 +11,7 @@ MODE=${1:-app}
 say() { printf '\033[1msotto setup:\033[0m %s\n' "$*" >&2; }
 
 # --- 1. system packages (Debian/Ubuntu) ---------------------------------------------
-pkgs=(libportaudio2 libasound2-plugins libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0
+pkgs=(libportaudio2 libasound2-plugins libpulse0 libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0
       libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0
       libxcb-image0 libxcb-xkb1 libfontconfig1 libdbus-1-3 libglib2.0-0 fonts-dejavu-core)
 command -v cc >/dev/null && command -v cmake >/dev/null || pkgs+=(build-essential cmake)
