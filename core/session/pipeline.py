@@ -63,7 +63,7 @@ class NullListener:
 
 
 @dataclass
-class Stream:
+class AudioStream:
     """One audio source of a run, with the speaker its sentences are labelled with ("" when alone)
     and its own transcriber (VAD, window, agreement); the speech model is shared."""
 
@@ -117,7 +117,7 @@ class CaptionPipeline:
         self._quick_stop = False
         self._paused = threading.Event()
         self._shared_worker = translation_worker  # outlives this run (the service's)
-        self.streams: list[Stream] = []
+        self.streams: list[AudioStream] = []
         self._sentences = 0  # sentences numbered so far, over all streams
         self._t0 = 0.0
         self._errors: list[str] = []
@@ -179,7 +179,7 @@ class CaptionPipeline:
         """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
-        self.streams = [Stream(speaker, source, StreamingTranscriber(self.asr_engine, options))
+        self.streams = [AudioStream(speaker, source, StreamingTranscriber(self.asr_engine, options))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
             self.policy = CaptionPolicy(self.settings.captions.mask_k, self.settings.asr.language, self._target,
@@ -233,7 +233,7 @@ class CaptionPipeline:
                 self._push(stream, chunk)
             self._progress()
 
-    def _push(self, stream: Stream, chunk: np.ndarray) -> None:
+    def _push(self, stream: AudioStream, chunk: np.ndarray) -> None:
         paused = self._paused.is_set()
         if paused and not stream.was_paused:
             self._on_transcript(stream, stream.transcriber.finish(decode=False))
@@ -305,7 +305,7 @@ class CaptionPipeline:
     def _now(self) -> float:
         return time.monotonic() - self._t0
 
-    def _on_transcript(self, stream: Stream, update: TranscriptUpdate, translate: bool = True) -> TranscriptUpdate:
+    def _on_transcript(self, stream: AudioStream, update: TranscriptUpdate, translate: bool = True) -> TranscriptUpdate:
         update = self._label(stream, update)
         now = self._now()
         with self._lock:
@@ -318,7 +318,7 @@ class CaptionPipeline:
             self._translation.submit(update)
         return update
 
-    def _label(self, stream: Stream, update: TranscriptUpdate) -> TranscriptUpdate:
+    def _label(self, stream: AudioStream, update: TranscriptUpdate) -> TranscriptUpdate:
         """With several streams: the update's speaker, and sentence numbers counted over all streams."""
         if len(self.streams) == 1:
             return update
