@@ -357,6 +357,7 @@ class SystemAudioSource:
         self._stopped = threading.Event()
         self._ready = threading.Event()
         self._error: str | None = None
+        self._opened = False  # the capture delivered its first audio path; later errors come through read()
         self._thread: WorkerThread | None = None
         self.samples_captured = 0  # real audio delivered by the device
         self.chunks = 0
@@ -388,7 +389,7 @@ class SystemAudioSource:
             raise AudioDeviceError(
                 f"Capturing the sound of '{self.device.name}' did not start; the sound server may be busy."
             )
-        if self._error:
+        if self._error and not self._opened:
             raise AudioDeviceError(self._error)
 
     # -- capture thread ------------------------------------------------------------------------
@@ -436,6 +437,7 @@ class SystemAudioSource:
     def _tap_opened(self) -> None:
         with self._clock_lock:
             self._gaps.start(time.monotonic())
+        self._opened = True
         self._ready.set()
         logger.info("capturing the system audio through the process tap")
 
@@ -465,6 +467,7 @@ class SystemAudioSource:
                     with self._clock_lock:
                         self._gaps.start(time.monotonic())
                 opened = True
+                self._opened = True
                 self._ready.set()
                 logger.info("capturing system audio from %s (%s)", self.device.name, self.device.capture_id)
                 checked = time.monotonic()
