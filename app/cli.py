@@ -83,6 +83,12 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _cmd_self_test(args: argparse.Namespace) -> int:
+    from .selftest import self_test
+
+    return self_test()
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
@@ -152,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.models)
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
-    p.add_argument("which", choices=("translate", "asr", "app", "pipeline"))
+    p.add_argument("which", choices=("translate", "asr", "app", "pipeline", "live"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 
@@ -164,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key", nargs="?")
     p.add_argument("value", nargs="?")
     p.set_defaults(func=commands.settings)
+
+    p = sub.add_parser("self-test")  # hidden (not in --help): checks an installation, for support and installers
+    p.set_defaults(func=_cmd_self_test)
+    sub._choices_actions.pop()  # argparse lists a subcommand in the help unless it is taken out here
+    sub.metavar = "{" + ",".join(name for name in sub.choices if name != "self-test") + "}"
     return parser
 
 

@@ -59,9 +59,9 @@ def models(args: argparse.Namespace) -> int:
         from core.models.download import sha256_file
 
         path = store.resolve(args.name)
-        manifest = json.loads((store.model_dir(args.name) / "manifest.json").read_text())
-        bad = [f for f, info in manifest["files"].items()
-               if sha256_file(store.model_dir(args.name) / f) != info["sha256"]]
+        directory = store.location(args.name)  # the store's copy, or the one shipped with an installed Sotto
+        manifest = json.loads((directory / "manifest.json").read_text())
+        bad = [f for f, info in manifest["files"].items() if sha256_file(directory / f) != info["sha256"]]
         if bad:
             raise SottoError(f"The model '{args.name}' is damaged ({', '.join(bad)}); run `sotto models get {args.name}`.")
         print(f"{args.name} verified: {path}")

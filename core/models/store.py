@@ -8,6 +8,11 @@ and checksum check. Each prepared model has a ``manifest.json`` recording file
 sizes and digests so a later start can check it cheaply. The manifest is written
 atomically and last, after the files it describes are on disk, so a crash at any
 moment never leaves a torn manifest.
+
+An installed Sotto (a PyInstaller bundle) carries the bundled models already prepared in a
+read-only folder inside it (:func:`bundled_models_dir`). The store looks there when its own
+folder has no ready copy, and never writes there: downloads, and anything it prepares, go to
+its own root in the user's cache as always.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +35,8 @@ from .download import DownloadProgress, download_file, sha256_file
 from .registry import MODELS, BundledPart, ModelFile, ModelSpec, get_spec, hub_url
 
 MANIFEST = "manifest.json"
+BUNDLED_MODELS_ENV = "SOTTO_BUNDLED_MODELS_DIR"
+"""Names a read-only folder of prepared models (overrides the one inside a frozen bundle)."""
 
 StatusCallback = Callable[[str, float | None], None]
 """Called with a message and a fraction done (None when unknown)."""
@@ -87,22 +95,54 @@ def _part_path(part: BundledPart) -> Path | None:
     return path if path.exists() else None
 
 
+def bundled_models_dir() -> Path | None:
+    """The read-only folder of prepared models shipped with an installed Sotto, or None.
+
+    ``SOTTO_BUNDLED_MODELS_DIR`` names it explicitly; otherwise, in a frozen (PyInstaller)
+    bundle, it is ``models/`` next to the bundle's own files (``sys._MEIPASS``).
+    """
+    value = os.environ.get(BUNDLED_MODELS_ENV, "").strip()
+    if value:
+        return Path(value).expanduser()
+    base = getattr(sys, "_MEIPASS", None)
+    if getattr(sys, "frozen", False) and base:
+        path = Path(base) / "models"
+        return path if path.is_dir() else None
+    return None
+
+
 def bundled_available(spec: ModelSpec) -> bool:
     """True when every bundled part of ``spec`` is installed."""
     return spec.bundled and all(_part_path(p) is not None for f in spec.files for p in f.parts)
 
 
 class ModelStore:
-    """Prepared models under one root directory (default: the user cache)."""
+    """Prepared models under one root directory (default: the user cache), and the read-only
+    models shipped with an installed Sotto (``bundled``, default: :func:`bundled_models_dir`)."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, bundled: Path | None = None) -> None:
         self.root = Path(root) if root else models_dir()
+        self.bundled = Path(bundled) if bundled else bundled_models_dir()
         self._lock = threading.Lock()
 
     # -- locations -----------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
-        """Directory of a named model in the store."""
+        """Directory of a named model in the store (where it is prepared or downloaded to)."""
         return self.root / name.replace("/", "--")
+
+    def shipped_dir(self, name: str) -> Path | None:
+        """The ready, read-only copy of a model shipped with an installed Sotto, or None."""
+        if self.bundled is None:
+            return None
+        directory = self.bundled / name.replace("/", "--")
+        return directory if self._check_quick(directory) == "ready" else None
+
+    def location(self, name: str) -> Path:
+        """The folder a model loads from: the store's ready copy, else a shipped one, else the store's."""
+        directory = self.model_dir(name)
+        if self._check_quick(directory) != "ready":
+            directory = self.shipped_dir(name) or directory
+        return directory
 
     def _load_path(self, spec: ModelSpec, directory: Path) -> Path:
         if spec.kind == "gguf":
@@ -117,7 +157,7 @@ class ModelStore:
         spec = get_spec(name)
         if spec is None:
             raise ModelNotFoundError(_unknown_model_message(name))
-        directory = self.model_dir(name)
+        directory = self.location(name)
         state = self._check_quick(directory)
         size = self._manifest_size(directory) if state == "ready" else spec.approx_size
         if state == "missing":
@@ -167,7 +207,7 @@ class ModelStore:
             spec = spec_from_hub_ref(name_or_path)
         if spec is None:
             return _resolve_local(name_or_path)
-        directory = self.model_dir(spec.name)
+        directory = self.location(spec.name)
         state = self._check_quick(directory)
         if state == "ready":
             return self._load_path(spec, directory)
@@ -231,10 +271,13 @@ class ModelStore:
             return directory
 
     def prepare_all_bundled(self, on_status: StatusCallback | None = None) -> list[str]:
-        """Prepare every bundled model whose packages are installed; returns their names."""
+        """Prepare every bundled model whose packages are installed; returns their names (with
+        those already shipped ready with an installed Sotto, which need nothing)."""
         names = []
         for spec in MODELS.values():
-            if bundled_available(spec):
+            if self.shipped_dir(spec.name) is not None and self._check_quick(self.model_dir(spec.name)) != "ready":
+                names.append(spec.name)
+            elif bundled_available(spec):
                 self.prepare_bundled(spec, on_status)
                 names.append(spec.name)
         return names
@@ -315,7 +358,8 @@ class ModelStore:
         raise last_error
 
     def remove(self, name: str) -> None:
-        """Delete a model from the store (bundled ones are re-made on next use)."""
+        """Delete a model from the store (bundled ones are re-made on next use; a copy shipped with
+        an installed Sotto is read-only and stays)."""
         shutil.rmtree(self.model_dir(name), ignore_errors=True)
 
 

@@ -10,6 +10,8 @@ speculative decoder are built on these two operations.
 
 from __future__ import annotations
 
+import sys
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +39,16 @@ class SpecialTokens:
     languages: dict[str, int]
 
 
+NOT_INCLUDED = ("The speculative speech engine is not included in this build of Sotto; "
+                "set asr.engine to faster-whisper (the default).")
+
+
 def _torch():
     try:
         import torch
-    except ImportError as exc:  # pragma: no cover - the setup installs it
+    except ImportError as exc:
+        if getattr(sys, "frozen", False):  # an installed build made without PyTorch (the default)
+            raise ModelError(NOT_INCLUDED) from exc
         raise ModelError("PyTorch is not installed; rerun the setup command from README.md.") from exc
     return torch
 
