@@ -1,0 +1,412 @@
+"""Speech-to-screen latency: the shared long reading replayed in real time through the real pipeline.
+
+Each engine configuration runs in a process of its own (so its peak memory and CPU
+time are its own), one after the other in one run, on the shared 231 s LJSpeech
+reading (``--quick``: its first 60 s). A listener stamps every frame the display
+would paint (``CaptionView``) with the wall clock; the source's clock says when
+each word was spoken. Per reference sentence (``segments.tsv``):
+
+- **first seen**: the first frame whose text *as shown* (finished lines plus the
+  partial line after display-only mask-k) covers the sentence's last word, minus
+  the moment that word was spoken. Coverage: the shown words are aligned to the
+  reference words (a semi-global edit distance: the shown text against a prefix of
+  the reference) and the end of the best alignment is how far the screen reaches;
+- **committed**: the same for the finished lines only;
+- **translation**: the finished line that holds the sentence's last word (from an
+  alignment of the final transcript) gets its final translation, minus the moment
+  the word was spoken (``translation``) and minus the moment that line was
+  committed (``translation_after_commit``).
+
+Plus WER of the final transcript, CPU-seconds per audio-second, update interval
+(time between frames whose source text changed), peak RSS, and NE of source and
+translation as computed by the pipeline.
+
+Usage: sotto bench live [--quick] [--configs a,b] [--target de] [--json FILE] [--write-docs] [--plot PNG]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+READING = SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
+DOCS = ROOT / "docs" / "BENCHMARKS.md"
+BEGIN, END = "<!-- live:begin -->", "<!-- live:end -->"
+QUICK_S = 60.0
+
+# name -> settings changes on top of the defaults; translation "none" = source captions only
+CONFIGURATIONS: dict[str, dict[str, object]] = {
+    "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
+    "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
+    "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
+    "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
+}
+
+_WORD = re.compile(r"[\w']+")
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words without punctuation (the unit of alignment)."""
+    return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
+
+
+# -- alignment -------------------------------------------------------------------------------
+def coverage(hyp: list[str], ref: list[str]) -> int:
+    """How many reference words the hypothesis reaches: the end of the best alignment of all of
+    ``hyp`` against a prefix of ``ref`` (edit distance; among ties the furthest end, so a last word
+    heard wrong still counts as shown, as a substitution)."""
+    if not hyp:
+        return 0
+    ref_arr = np.array(ref, dtype=object)
+    m = len(ref)
+    idx = np.arange(m + 1)
+    prev = idx.astype(np.int64)  # row 0: deleting the first j reference words
+    for i, word in enumerate(hyp, 1):
+        sub = prev[:-1] + (ref_arr != word)
+        best = np.empty(m + 1, dtype=np.int64)
+        best[0] = i
+        best[1:] = np.minimum(sub, prev[1:] + 1)
+        # deletions of reference words along the row: best[j] = min_k (best[k] + j - k)
+        best = np.minimum.accumulate(best - idx) + idx
+        prev = best
+    return int(m - np.argmin(prev[::-1]))
+
+
+def align_pairs(hyp: list[str], ref: list[str]) -> list[int]:
+    """For each reference word, the hypothesis word aligned to it (matched or substituted), or
+    the last hypothesis word before it when it was deleted (-1 before any); a global alignment."""
+    n, m = len(hyp), len(ref)
+    d = np.zeros((n + 1, m + 1), dtype=np.int32)
+    d[:, 0] = np.arange(n + 1)
+    d[0, :] = np.arange(m + 1)
+    ref_arr = np.array(ref, dtype=object)
+    for i in range(1, n + 1):
+        sub = d[i - 1, :-1] + (ref_arr != hyp[i - 1])
+        row = np.empty(m + 1, dtype=np.int64)
+        row[0] = i
+        row[1:] = np.minimum(sub, d[i - 1, 1:] + 1)
+        idx = np.arange(m + 1)
+        d[i] = np.minimum.accumulate(row - idx) + idx
+    out = [-1] * m
+    i, j = n, m
+    while i > 0 and j > 0:
+        if d[i, j] == d[i - 1, j - 1] + (hyp[i - 1] != ref[j - 1]):
+            out[j - 1] = i - 1
+            i, j = i - 1, j - 1
+        elif d[i, j] == d[i, j - 1] + 1:
+            j -= 1
+        else:
+            i -= 1
+    last = -1
+    for j in range(m):  # deleted reference words: the hypothesis word before them
+        if out[j] < 0:
+            out[j] = last
+        last = out[j]
+    return out
+
+
+# -- one configuration (in its own process) --------------------------------------------------
+@dataclass
+class Frame:
+    """One painted frame: when, the finished lines' texts, the partial line as shown, translations."""
+
+    wall: float
+    lines: list[str]
+    partial: str
+    translated: set[int]  # the finished lines that have their final translation
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+
+    def on_view(self, view) -> None:
+        now = time.monotonic()
+        lines = [line.sentence.text for line in view.lines]
+        translated = {i for i, line in enumerate(view.lines) if line.translation is not None}
+        self.frames.append(Frame(now, lines, view.partial.shown_source, translated))
+
+    def on_progress(self, progress) -> None:
+        pass
+
+    def on_message(self, level: str, text: str) -> None:
+        print(f"  [{level}] {text}", file=sys.stderr)
+
+
+def _segments(seconds: float | None) -> list[tuple[float, float, str]]:
+    rows = []
+    for line in READING.with_name(READING.name.replace(".flac", ".segments.tsv")).read_text().splitlines()[1:]:
+        _id, start, end, _src, text = line.split("\t")
+        if seconds is None or float(end) <= seconds:
+            rows.append((float(start), float(end), text))
+    return rows
+
+
+def run_one(name: str, quick: bool, target: str) -> dict:
+    """Caption the reading in real time with configuration ``name``; the measurements."""
+    from core.audio.decode import SAMPLE_RATE
+    from core.audio.sources import FileSource
+    from core.captions import normalize_english, word_error_rate
+
+    class _TimedSource(FileSource):
+        """The file in real time, remembering when its clock started: audio time 0 was spoken then."""
+
+        started_at = 0.0
+
+        def start(self) -> None:
+            super().start()
+            self.started_at = time.monotonic()
+
+    from core.models import ModelStore
+    from core.session.engines import create_asr_engine, create_translator
+    from core.session.pipeline import CaptionPipeline
+    from core.settings import Settings
+
+    settings = Settings().with_value("translation.target", target)
+    for key, value in CONFIGURATIONS[name].items():
+        settings = settings.with_value(key, value)
+    store = ModelStore()
+    asr = create_asr_engine(settings, store)
+    translator = create_translator(settings, store)
+    seconds = QUICK_S if quick else None
+    source = _TimedSource(READING, realtime=True)
+    if seconds is not None:
+        source.audio = source.audio[: int(seconds * SAMPLE_RATE)]
+    recorder = _Recorder()
+    pipeline = CaptionPipeline(settings, asr, translator, recorder, realtime=True)
+    cpu0 = time.process_time()
+    summary = pipeline.run(source).to_dict()
+    cpu = time.process_time() - cpu0
+    if translator is not None:
+        translator.close()
+    return _measure(name, recorder.frames, source.started_at, _segments(seconds), summary, cpu,
+                    normalize_english, word_error_rate, translating=translator is not None)
+
+
+def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of, translating) -> dict:
+    ref_words: list[str] = []
+    last_word: list[int] = []  # index (exclusive end) of each sentence's last word
+    for _s, _e, text in segments:
+        ref_words += words_of(text)
+        last_word.append(len(ref_words))
+    spoken = [spoken_at + end for _s, end, _t in segments]
+
+    first_seen: list[float | None] = [None] * len(segments)
+    committed: list[float | None] = [None] * len(segments)
+    shown_prev = committed_prev = None
+    update_times = []
+    for frame in frames:
+        shown = " ".join(frame.lines + [frame.partial])
+        if shown != shown_prev:
+            update_times.append(frame.wall)
+            reach = coverage(words_of(shown), ref_words)
+            for k, end in enumerate(last_word):
+                if first_seen[k] is None and reach >= end:
+                    first_seen[k] = frame.wall - spoken[k]
+            shown_prev = shown
+        done = " ".join(frame.lines)
+        if done != committed_prev:
+            reach = coverage(words_of(done), ref_words)
+            for k, end in enumerate(last_word):
+                if committed[k] is None and reach >= end:
+                    committed[k] = frame.wall - spoken[k]
+            committed_prev = done
+
+    final = frames[-1] if frames else Frame(0.0, [], "", set())
+    hyp_words, word_line = [], []
+    for li, text in enumerate(final.lines):
+        for w in words_of(text):
+            hyp_words.append(w)
+            word_line.append(li)
+    pairs = align_pairs(hyp_words, ref_words) if hyp_words else [-1] * len(ref_words)
+    translation: list[float | None] = [None] * len(segments)
+    after_commit: list[float | None] = [None] * len(segments)
+    if translating:
+        line_committed: dict[int, float] = {}
+        line_translated: dict[int, float] = {}
+        for frame in frames:
+            for li in range(len(frame.lines)):
+                line_committed.setdefault(li, frame.wall)
+            for li in frame.translated:
+                line_translated.setdefault(li, frame.wall)
+        for k, end in enumerate(last_word):
+            h = pairs[end - 1]
+            if h < 0:
+                continue
+            li = word_line[h]
+            if li in line_translated:
+                translation[k] = line_translated[li] - spoken[k]
+                after_commit[k] = line_translated[li] - line_committed[li]
+
+    reference = " ".join(t for _s, _e, t in segments)
+    hypothesis = " ".join(final.lines + [final.partial])
+    wer = wer_of(normalize(reference), normalize(hypothesis))
+    gaps = np.diff(update_times) if len(update_times) > 1 else np.array([])
+    ne = summary.get("normalized_erasure") or {}
+    audio = summary["audio_seconds"]
+
+    def pct(values, q):
+        got = [v for v in values if v is not None]
+        return round(float(np.percentile(got, q)), 3) if got else None
+
+    return {
+        "name": name,
+        "audio_seconds": audio,
+        "sentences": len(segments),
+        "first_seen_p50": pct(first_seen, 50), "first_seen_p90": pct(first_seen, 90),
+        "first_seen_max": pct(first_seen, 100),
+        "committed_p50": pct(committed, 50), "committed_p90": pct(committed, 90),
+        "translation_p50": pct(translation, 50), "translation_p90": pct(translation, 90),
+        "translation_after_commit_p50": pct(after_commit, 50),
+        "translation_after_commit_p90": pct(after_commit, 90),
+        "missing": {"first_seen": first_seen.count(None), "committed": committed.count(None),
+                    "translation": translation.count(None) if translating else None},
+        "cpu_per_audio_s": round(cpu / audio, 3) if audio else None,
+        "wer": round(wer, 4),
+        "update_interval_p50": round(float(np.median(gaps)), 3) if gaps.size else None,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "ne_source": ne.get("ne_source_output"),
+        "ne_translation": ne.get("ne_translation_output"),
+        "decodes": summary["asr"]["decodes"],
+        "max_window_s": summary["asr"]["max_window_seconds"],
+        "fell_behind": summary.get("fell_behind"),
+        "per_sentence": {"end_s": [round(e, 2) for _s, e, _t in segments], "first_seen": _r(first_seen),
+                         "committed": _r(committed), "translation": _r(translation)},
+    }
+
+
+def _r(values):
+    return [None if v is None else round(v, 3) for v in values]
+
+
+# -- the run -------------------------------------------------------------------------------
+def run(quick: bool, configs: list[str], target: str) -> dict:
+    """Every configuration in its own process, one after the other; the combined results."""
+    results = {}
+    for name in configs:
+        print(f"{name}: replaying {'60 s' if quick else 'the whole reading'} in real time…", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "one.json"
+            cmd = [sys.executable, "-m", "bench.live", "--one", name, "--target", target, "--json", str(out)]
+            if quick:
+                cmd.append("--quick")
+            subprocess.run(cmd, cwd=ROOT, check=True)
+            results[name] = json.loads(out.read_text())
+        r = results[name]
+        print(f"  first seen p50 {r['first_seen_p50']} s, p90 {r['first_seen_p90']} s; committed p50 "
+              f"{r['committed_p50']} s; translation p50 {r['translation_p50']} s; "
+              f"{r['cpu_per_audio_s']} CPU-s/audio-s; WER {r['wer']}", file=sys.stderr)
+    from core.settings import Settings
+
+    default = next((n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
+                    and "translation.target" not in CONFIGURATIONS[n]), configs[0])
+    return {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),
+        "default": default, "configurations": results,
+    }
+
+
+def table(result: dict) -> str:
+    """The Markdown table of a run."""
+    rows = ["| configuration | first seen p50 / p90 (s) | committed p50 / p90 (s) | translation p50 / p90 (s) "
+            "| translation after commit p50 (s) | update interval p50 (s) | CPU-s per audio-s | WER | peak RSS (MB) "
+            "| NE source / translation |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(v):
+        return "–" if v is None else f"{v:.2f}"
+
+    for name, r in result["configurations"].items():
+        mark = " (default)" if name == result["default"] else ""
+        rows.append(
+            f"| {name}{mark} | {f(r['first_seen_p50'])} / {f(r['first_seen_p90'])} | {f(r['committed_p50'])} / "
+            f"{f(r['committed_p90'])} | {f(r['translation_p50'])} / {f(r['translation_p90'])} | "
+            f"{f(r['translation_after_commit_p50'])} | {f(r['update_interval_p50'])} | {f(r['cpu_per_audio_s'])} | "
+            f"{100 * r['wer']:.1f}% | {r['peak_rss_mb']:.0f} | {f(r['ne_source'])} / {f(r['ne_translation'])} |")
+    return "\n".join(rows)
+
+
+def plot(result: dict, path: Path) -> None:
+    """Latency per sentence over the reading, one line per configuration (first seen, translation)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    for name, r in result["configurations"].items():
+        ps = r["per_sentence"]
+        for ax, key in zip(axes, ("first_seen", "translation")):
+            pts = [(e, v) for e, v in zip(ps["end_s"], ps[key]) if v is not None]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", markersize=3, label=name)
+    axes[0].set_title("source: first seen on screen")
+    axes[1].set_title("translation of the finished sentence on screen")
+    for ax in axes:
+        ax.set_xlabel("end of the sentence in the reading (s)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("seconds after it was spoken")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write_docs(result: dict, command: str) -> None:
+    """Replace the live section of docs/BENCHMARKS.md."""
+    text = DOCS.read_text(encoding="utf-8")
+    body = (f"{BEGIN}\n`{command}` — {result['recording']}"
+            f"{' (first 60 s)' if result['quick'] else ''}, target {result['target']}, {result['machine']}, "
+            f"{result['date']}.\n\n{table(result)}\n{END}")
+    if BEGIN in text:
+        text = text[: text.index(BEGIN)] + body + text[text.index(END) + len(END):]
+    else:
+        text += "\n" + body + "\n"
+    DOCS.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sotto bench live", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_S:.0f} s of the reading")
+    parser.add_argument("--configs", help="comma-separated configuration names (default: all)")
+    parser.add_argument("--target", default="de")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--plot", help="write the per-sentence latency plot (PNG) here")
+    parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        result = run_one(args.one, args.quick, args.target)
+        Path(args.json).write_text(json.dumps(result), encoding="utf-8")
+        return 0
+    configs = [c.strip() for c in args.configs.split(",")] if args.configs else list(CONFIGURATIONS)
+    unknown = [c for c in configs if c not in CONFIGURATIONS]
+    if unknown:
+        parser.error(f"unknown configuration {unknown[0]!r}; choose from: {', '.join(CONFIGURATIONS)}")
+    result = run(args.quick, configs, args.target)
+    print(table(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    if args.plot:
+        plot(result, Path(args.plot))
+    if args.write_docs:
+        write_docs(result, "sotto bench live" + (" --quick" if args.quick else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
