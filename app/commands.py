@@ -101,6 +101,11 @@ def devices(args: argparse.Namespace) -> int:
         print(f"{'*' if o.is_default else ' '}      {o.name}  (system:{o.id})")
     print("\n* = default. Use `sotto caption mic:NAME` (or set audio.device) for an input, "
           "`sotto caption system` or `system:NAME` for what an output plays.")
+    from core.compute import compute_devices
+
+    print("\nCompute (asr.compute_device, asr.compute_dtype):")
+    for line in compute_devices():
+        print(f"  {line}")
     return 0
 
 

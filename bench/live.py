@@ -67,8 +67,8 @@ def words_of(text: str) -> list[str]:
 # -- alignment -------------------------------------------------------------------------------
 def coverage(hyp: list[str], ref: list[str]) -> int:
     """How many reference words the hypothesis reaches: the end of the best alignment of all of
-    ``hyp`` against a prefix of ``ref`` (edit distance; among ties the furthest end, so a last word
-    heard wrong still counts as shown, as a substitution)."""
+    ``hyp`` against a prefix of ``ref`` (edit distance; among ties the nearest end: a shown word
+    is not counted as a later reference word when it could as well be an extra word)."""
     if not hyp:
         return 0
     ref_arr = np.array(ref, dtype=object)
@@ -83,7 +83,7 @@ def coverage(hyp: list[str], ref: list[str]) -> int:
         # deletions of reference words along the row: best[j] = min_k (best[k] + j - k)
         best = np.minimum.accumulate(best - idx) + idx
         prev = best
-    return int(m - np.argmin(prev[::-1]))
+    return int(np.argmin(prev))
 
 
 def align_pairs(hyp: list[str], ref: list[str]) -> list[int]:
@@ -156,7 +156,7 @@ def _segments(seconds: float | None) -> list[tuple[float, float, str]]:
     return rows
 
 
-def run_one(name: str, quick: bool, target: str) -> dict:
+def run_one(name: str, quick: bool, target: str, overrides: list[str] = ()) -> dict:
     """Caption the reading in real time with configuration ``name``; the measurements."""
     from core.audio.decode import SAMPLE_RATE
     from core.audio.sources import FileSource
@@ -179,13 +179,17 @@ def run_one(name: str, quick: bool, target: str) -> dict:
     settings = Settings().with_value("translation.target", target)
     for key, value in CONFIGURATIONS[name].items():
         settings = settings.with_value(key, value)
+    for item in overrides:  # --set KEY=VALUE, on top of every configuration
+        key, _, value = item.partition("=")
+        settings = settings.with_value(key, value)
     store = ModelStore()
     asr = create_asr_engine(settings, store)
     translator = create_translator(settings, store)
     seconds = QUICK_S if quick else None
     source = _TimedSource(READING, realtime=True)
-    if seconds is not None:
-        source.audio = source.audio[: int(seconds * SAMPLE_RATE)]
+    segments = _segments(seconds)
+    if seconds is not None:  # up to the end of the last whole sentence (and its pause)
+        source.audio = source.audio[: int((segments[-1][1] + 0.3) * SAMPLE_RATE)]
     recorder = _Recorder()
     pipeline = CaptionPipeline(settings, asr, translator, recorder, realtime=True)
     cpu0 = time.process_time()
@@ -193,8 +197,21 @@ def run_one(name: str, quick: bool, target: str) -> dict:
     cpu = time.process_time() - cpu0
     if translator is not None:
         translator.close()
-    return _measure(name, recorder.frames, source.started_at, _segments(seconds), summary, cpu,
+    segments = [(start, _speech_end(source.audio, start, end), text) for start, end, text in segments]
+    return _measure(name, recorder.frames, source.started_at, segments, summary, cpu,
                     normalize_english, word_error_rate, translating=translator is not None)
+
+
+def _speech_end(audio: np.ndarray, start: float, end: float, rate: int = 16000) -> float:
+    """When the sentence's last word ends: the last 10 ms frame of [start, end] louder than 5% of
+    the sentence's loudest frame (the segment times include the recording's trailing silence)."""
+    piece = audio[int(start * rate):int(end * rate)]
+    frames = piece[: len(piece) // 160 * 160].reshape(-1, 160)
+    if not frames.size:
+        return end
+    rms = np.sqrt((frames ** 2).mean(axis=1))
+    loud = np.nonzero(rms > max(0.01, 0.05 * rms.max()))[0]
+    return start + (loud[-1] + 1) / 100 if loud.size else end
 
 
 def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of, translating) -> dict:
@@ -284,6 +301,10 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "decodes": summary["asr"]["decodes"],
         "max_window_s": summary["asr"]["max_window_seconds"],
         "fell_behind": summary.get("fell_behind"),
+        "lines": summary["sentences"],
+        "stage_seconds": summary["stage_seconds"],
+        "translation_calls": (summary.get("translation") or {}).get("calls"),
+        "dropped_partials": (summary.get("translation") or {}).get("dropped_partials"),
         "per_sentence": {"end_s": [round(e, 2) for _s, e, _t in segments], "first_seen": _r(first_seen),
                          "committed": _r(committed), "translation": _r(translation)},
     }
@@ -294,7 +315,7 @@ def _r(values):
 
 
 # -- the run -------------------------------------------------------------------------------
-def run(quick: bool, configs: list[str], target: str) -> dict:
+def run(quick: bool, configs: list[str], target: str, overrides: list[str] = ()) -> dict:
     """Every configuration in its own process, one after the other; the combined results."""
     results = {}
     for name in configs:
@@ -304,6 +325,8 @@ def run(quick: bool, configs: list[str], target: str) -> dict:
             cmd = [sys.executable, "-m", "bench.live", "--one", name, "--target", target, "--json", str(out)]
             if quick:
                 cmd.append("--quick")
+            for item in overrides:
+                cmd += ["--set", item]
             subprocess.run(cmd, cwd=ROOT, check=True)
             results[name] = json.loads(out.read_text())
         r = results[name]
@@ -312,12 +335,13 @@ def run(quick: bool, configs: list[str], target: str) -> dict:
               f"{r['cpu_per_audio_s']} CPU-s/audio-s; WER {r['wer']}", file=sys.stderr)
     from core.settings import Settings
 
+    # the app out of the box: the default engine, translating (None when that one was not run)
     default = next((n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
-                    and "translation.target" not in CONFIGURATIONS[n]), configs[0])
+                    and "translation.target" not in CONFIGURATIONS[n]), None)
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),
-        "default": default, "configurations": results,
+        "default": default, "overrides": list(overrides), "configurations": results,
     }
 
 
@@ -386,18 +410,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="de")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="write the per-sentence latency plot (PNG) here")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for every configuration (e.g. asr.min_chunk_s=0.5)")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        result = run_one(args.one, args.quick, args.target)
+        result = run_one(args.one, args.quick, args.target, args.set)
         Path(args.json).write_text(json.dumps(result), encoding="utf-8")
         return 0
     configs = [c.strip() for c in args.configs.split(",")] if args.configs else list(CONFIGURATIONS)
     unknown = [c for c in configs if c not in CONFIGURATIONS]
     if unknown:
         parser.error(f"unknown configuration {unknown[0]!r}; choose from: {', '.join(CONFIGURATIONS)}")
-    result = run(args.quick, configs, args.target)
+    result = run(args.quick, configs, args.target, args.set)
     print(table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")

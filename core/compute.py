@@ -5,19 +5,92 @@ with all cores each oversubscribes it: measured on 2 cores, a tiny.en decode
 went from 0.5 s to 2.3 s while Gemma 270M translated alongside. Engines
 therefore take :data:`COMPUTE_GATE` around each model call: one model computes
 at a time with every core, and the other waits (a condition, never a sleep).
+
+Speech comes first: a waiting speech decode goes before a waiting partial
+translation, and a partial translation in progress steps aside between two tokens
+when a speech decode is waiting (:meth:`ComputeGate.yield_to_speech`), so it never
+delays what the user sees first. The final translation of a finished sentence
+takes the gate at speech priority and is not interrupted: it is what the user
+waits for next, and it is never dropped.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
 
 # OpenMP runtimes (CTranslate2's) spin-wait after each call by default, stealing the
 # cores from the next model; passive waiting hands them over at once.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
-COMPUTE_GATE = threading.Lock()
+SPEECH, TRANSLATION = 0, 1  # priorities: lower goes first (a finished sentence's translation: SPEECH)
+
+
+class ComputeGate:
+    """One model computes at a time; among those waiting, speech goes first.
+
+    ``with gate:`` holds it for speech; ``with gate.held(TRANSLATION):`` for a translation,
+    which calls :meth:`yield_to_speech` between tokens.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._waiting = [0, 0]  # callers waiting, per priority
+
+    def acquire(self, priority: int = SPEECH) -> None:
+        """Wait until free and no caller of a higher priority waits; then hold the gate."""
+        with self._cond:
+            self._waiting[priority] += 1
+            try:
+                self._cond.wait_for(lambda: not self._busy and not any(self._waiting[:priority]))
+            finally:
+                self._waiting[priority] -= 1
+            self._busy = True
+
+    def release(self) -> None:
+        """Let the next caller in."""
+        with self._cond:
+            self._busy = False
+            self._cond.notify_all()
+
+    def __enter__(self) -> "ComputeGate":
+        self.acquire(SPEECH)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @contextmanager
+    def held(self, priority: int) -> Iterator["ComputeGate"]:
+        """Hold the gate at ``priority`` for the ``with`` block."""
+        self.acquire(priority)
+        try:
+            yield self
+        finally:
+            self.release()
+
+    @property
+    def speech_waiting(self) -> bool:
+        """True while a speech decode waits for the gate."""
+        return self._waiting[SPEECH] > 0
+
+    def yield_to_speech(self, priority: int = TRANSLATION) -> float:
+        """Called by the holder between two steps: if a speech decode waits, let it run and take
+        the gate back afterwards. Returns the seconds spent waiting (0 when nobody waited)."""
+        if not self._waiting[SPEECH]:  # a racy read is fine: the next step looks again
+            return 0.0
+        t0 = time.perf_counter()
+        self.release()
+        self.acquire(priority)
+        return time.perf_counter() - t0
+
+
+COMPUTE_GATE = ComputeGate()
 
 
 def cuda_available() -> bool:
@@ -28,3 +101,75 @@ def cuda_available() -> bool:
         return ctranslate2.get_cuda_device_count() > 0
     except Exception:
         return False
+
+
+# -- PyTorch devices and precisions (the speculative speech engine) -----------------------------
+TORCH_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def torch_device(requested: str = "auto") -> str:
+    """The PyTorch device for ``requested`` (``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``):
+    ``auto`` takes CUDA, then Apple's Metal (MPS), then the CPU; a named device is kept as named."""
+    if requested != "auto":
+        return requested
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def torch_dtype_name(requested: str, device: str) -> str:
+    """The precision for ``requested`` (``auto`` or one of :data:`TORCH_DTYPES`) on ``device``.
+
+    ``auto`` is float32 on the CPU: only float32 is exactly the verifier's greedy output, the
+    int8 drafter needs it, and half precision is fast on a CPU only with bfloat16 instructions
+    (AVX512-BF16, AMX), which many lack. On CUDA and MPS it is float16: Whisper was trained and is shipped
+    for float16 inference (its activations stay in range), every CUDA GPU with tensor cores and
+    every Apple GPU runs it natively, while bfloat16 needs an Ampere-or-later GPU (macOS 14 for
+    MPS); and float16 keeps 3 more mantissa bits than bfloat16, so batched and one-token passes
+    round apart less (fewer near-tie flips; see the losslessness contract in
+    core/asr/speculative/engine.py)."""
+    if requested != "auto":
+        if requested not in TORCH_DTYPES:
+            raise ValueError(f"unknown precision {requested!r} (auto, {', '.join(TORCH_DTYPES)})")
+        return requested
+    return "float32" if device.split(":")[0] == "cpu" else "float16"
+
+
+def compute_devices() -> list[str]:
+    """What this machine offers the speech models, one line each (for ``sotto devices``)."""
+    lines = [f"CPU: {os.cpu_count()} cores"]
+    try:
+        import ctranslate2
+
+        cuda = ctranslate2.get_cuda_device_count()
+        lines.append(f"CTranslate2 (faster-whisper): {cuda} CUDA device(s)" if cuda
+                     else "CTranslate2 (faster-whisper): CPU only")
+    except Exception as exc:  # a broken CUDA install is a line here, not a crash
+        lines.append(f"CTranslate2 (faster-whisper): not usable ({exc})")
+    try:
+        import torch
+    except ImportError:
+        lines.append("PyTorch (speculative engine): not installed")
+        return lines
+    found = []
+    try:
+        for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
+            major, minor = torch.cuda.get_device_capability(i)
+            bf16 = ", bfloat16" if major >= 8 else ""
+            found.append(f"cuda:{i} {torch.cuda.get_device_name(i)} (compute {major}.{minor}: float16{bf16})")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            found.append("mps (Apple GPU: float16)")
+    except Exception as exc:
+        found.append(f"GPU query failed ({exc})")
+    chosen = torch_device("auto")
+    lines.append(f"PyTorch {torch.__version__} (speculative engine): {', '.join(found) or 'no GPU'}; "
+                 f"compute_device auto = {chosen}, compute_dtype auto = {torch_dtype_name('auto', chosen)}")
+    return lines

@@ -22,10 +22,13 @@ from .errors import SettingsError
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
-SETTINGS_VERSION = 3
+SETTINGS_VERSION = 4
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
 # app's caption window) and ``audio.source``; 3 — adds ``overlay.speakers`` (whose captions a
-# meeting shows). Older files load unchanged; new keys get defaults.
+# meeting shows); 4 — adds ``asr.clause_min_words`` and ``asr.max_line_words`` and retunes
+# ``asr.min_chunk_s`` and ``asr.buffer_trim_s`` for latency (sotto bench live). Older files load
+# unchanged and new keys get defaults, except that a retuned key still at its old default
+# (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
 
 
@@ -65,12 +68,17 @@ class ASRSettings:
     calibrate: bool = True  # tune threshold, longest draft and lazy drafter for this machine (measured once, stored)
     language: str = "en"
     compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
-    min_chunk_s: float = field(default=1.0, metadata=_range(0.2, 10.0))
-    buffer_trim_s: float = field(default=15.0, metadata=_range(5.0, 28.0))
+    # speculative engine: auto = float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
+    compute_dtype: str = field(default="auto", metadata=_choices("auto", "float32", "float16", "bfloat16"))
+    min_chunk_s: float = field(default=0.5, metadata=_range(0.2, 10.0))  # in real time: more on a slow machine
+    buffer_trim_s: float = field(default=8.0, metadata=_range(5.0, 28.0))
     vad: bool = True
     vad_threshold: float = field(default=0.5, metadata=_range(0.05, 0.95))
     vad_min_silence_s: float = field(default=0.5, metadata=_range(0.1, 5.0))
     utterance_end_s: float = field(default=2.0, metadata=_range(0.5, 10.0))
+    # a line also ends at a clause mark or a short pause once it holds this many words (0: sentence ends only)
+    clause_min_words: int = field(default=6, metadata=_range(0, 60))
+    max_line_words: int = field(default=20, metadata=_range(0, 200))  # a line ends after this many words (0: never)
 
 
 @dataclass
@@ -237,6 +245,10 @@ def check_combination(settings: Settings) -> None:
         raise SettingsError("The translation language is the spoken language; choose another one, or 'none'.")
 
 
+# Defaults changed by a version: {version: {key: the default before it}}.
+_RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0}}
+
+
 def settings_path() -> Path:
     """The settings file's location."""
     return config_dir() / "settings.toml"
@@ -267,6 +279,7 @@ def load_settings(path: Path | None = None) -> Settings:
             f"this one understands version {SETTINGS_VERSION}."
         )
     settings = Settings()
+    retuned = {key: old for v, keys in _RETUNED.items() if version < v for key, old in keys.items()}
     for section, values in raw.items():
         if section == "version":
             continue
@@ -277,6 +290,8 @@ def load_settings(path: Path | None = None) -> Settings:
             logger.warning("ignoring unknown settings section %r in %s", section, path)
             continue
         for name, value in values.items():
+            if f"{section}.{name}" in retuned and value == retuned[f"{section}.{name}"]:
+                continue  # an old default, saved with the file: the new default applies
             try:
                 settings = settings.with_value(f"{section}.{name}", value)
             except SettingsError as exc:

@@ -91,7 +91,7 @@ def test_disk_full_mid_session_is_one_sentence_and_captions_go_on(full_disk, sha
     from core.session.pipeline import CaptionPipeline
     from core.settings import Settings
 
-    out = full_disk(12 * 1024) / "session"  # three pages: the header and the first sentence fit, no more
+    out = full_disk(8 * 1024) / "session"  # two pages: the header and the first sentences fit, no more
     rec = Recorder()
     pipe = CaptionPipeline(Settings(), tiny_engine, translator_de, rec, out, realtime=True)
     summary = pipe.run(FileSource(shared / RECORDING, realtime=True, speed=3.0))  # no exception

@@ -66,3 +66,15 @@ def test_unknown_keys_are_ignored_and_missing_file_gives_defaults(tmp_path: Path
     assert load_settings(path) == Settings()
     path.write_text("version = 1\n[captions]\nmask_k = 4\nold_key = 1\n[gone]\nx = 1\n")
     assert load_settings(path).captions.mask_k == 4
+
+
+def test_a_version_3_file_takes_the_retuned_latency_defaults_but_keeps_a_users_choice(tmp_path: Path):
+    path = tmp_path / "settings.toml"
+    path.write_text("version = 3\n[asr]\nmin_chunk_s = 1.0\nbuffer_trim_s = 12.0\nlanguage = 'en'\n", encoding="utf-8")
+    loaded = load_settings(path)
+    assert loaded.asr.min_chunk_s == Settings().asr.min_chunk_s == 0.5  # the old default, saved with the file
+    assert loaded.asr.buffer_trim_s == 12.0  # chosen by the user
+    assert loaded.asr.clause_min_words == 6 and loaded.asr.max_line_words == 20
+    save_settings(loaded, path)
+    path.write_text(path.read_text(encoding="utf-8").replace("min_chunk_s = 0.5", "min_chunk_s = 1.0"), encoding="utf-8")
+    assert load_settings(path).asr.min_chunk_s == 1.0  # a version 4 file means it

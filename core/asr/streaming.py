@@ -34,8 +34,8 @@ class StreamingOptions:
     """Knobs of :class:`StreamingTranscriber`."""
 
     language: str | None = "en"
-    min_chunk_s: float = 1.0
-    buffer_trim_s: float = 15.0
+    min_chunk_s: float = 0.5
+    buffer_trim_s: float = 8.0
     max_buffer_s: float = 29.0
     prompt_chars: int = 200
     use_vad: bool = True
@@ -43,9 +43,15 @@ class StreamingOptions:
     vad_min_silence_s: float = 0.5
     utterance_end_s: float = 2.0
     pre_roll_s: float = 0.4
+    # A caption line also ends, once it holds ``clause_min_words`` words, at a clause mark (, ; :)
+    # or before a pause of ``pause_break_s`` between two words; 0 = only at sentence ends.
+    clause_min_words: int = 6
+    pause_break_s: float = 0.3
+    max_line_words: int = 20  # a line ends after this many words even without a mark (0: no limit)
 
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+_CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 MAX_PIECE_S = 5.0
 
 
@@ -73,6 +79,7 @@ class StreamingTranscriber:
         self._pending_timings = StageTimings()
         self.max_window_seconds = 0.0
         self.decodes = 0
+        self.recent_decode_seconds = 0.0  # a moving average of the model's time per decode
         self._last_words: list[Word] = []  # the last decode's words (absolute times)
         self.aborted = threading.Event()  # set by abort(): no more decoding
 
@@ -202,6 +209,8 @@ class StreamingTranscriber:
                                             abort=self.aborted, previous_transcript=previous)
         self._pending_timings.asr += hypothesis.decode_seconds
         self.decodes += 1
+        self.recent_decode_seconds = (hypothesis.decode_seconds if self.decodes == 1 else
+                                      0.7 * self.recent_decode_seconds + 0.3 * hypothesis.decode_seconds)
         self._new_audio = 0.0
         self._last_words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
         return list(self._last_words)
@@ -214,11 +223,20 @@ class StreamingTranscriber:
     def _commit(self, words: list[Word]) -> list[Sentence]:
         sentences = []
         for word in words:
+            if self._long_enough() and word.start - self._sentence_words[-1].end >= self.options.pause_break_s:
+                sentences += self._close_sentence()  # a pause before this word ends the line
             self._history.append(word)
             self._sentence_words.append(word)
-            if _SENTENCE_END.search(word.text.strip()):
+            text = word.text.strip()
+            if (_SENTENCE_END.search(text) or (self._long_enough() and _CLAUSE_END.search(text))
+                    or 0 < self.options.max_line_words <= len(self._sentence_words)):
                 sentences += self._close_sentence()
         return sentences
+
+    def _long_enough(self) -> bool:
+        """The open line may end at a clause: it holds at least ``clause_min_words`` words."""
+        n = self.options.clause_min_words
+        return n > 0 and len(self._sentence_words) >= n
 
     def _close_sentence(self) -> list[Sentence]:
         if not self._sentence_words:

@@ -38,6 +38,7 @@ TALK_FRAMES = 10  # double talk is judged over the last 200 ms ...
 TALK_RATIO = 3.0  # ... the user speaks when the microphone has 5 dB more energy than the echo explains
 HANGOVER = 15  # and is taken to go on speaking for 300 ms after
 GAIN_PERCENTILE = 10  # the echo gain: a low percentile of microphone / reference energy (pauses in double talk count)
+ESTIMATE_FRAMES = 50  # the lag and gain are estimated from at least 1 s of microphone audio
 SPREAD = (-1, 1)  # reference frames around the lag that may still ring in the room (40 ms before, 80 ms after)
 
 
@@ -113,6 +114,8 @@ class EchoGate:
         self._estimate()
         lo, _ = SPREAD
         ready = min(self._mic.end, self._reference.end + self.lag + lo)  # frames whose reference is there
+        if self._mic.energy.size < ESTIMATE_FRAMES:  # too little heard to estimate the echo: wait for more
+            ready = self._next
         ready = max(ready, self._mic.end - self._max_hold)  # waited long enough: judged with what there is
         if ready <= self._next:
             return np.zeros(0, dtype=np.float32)
@@ -132,7 +135,7 @@ class EchoGate:
         microphone/reference ratio where the reference plays (echo-only frames give the lowest)."""
         mic, ref = self._mic, self._reference
         n = min(mic.energy.size, 250)  # the last 5 s
-        if n < 50:
+        if n < ESTIMATE_FRAMES:
             return
         frames = np.arange(mic.end - n, mic.end)
         m = np.log10(mic.at(frames) + 1e-10)

@@ -10,7 +10,7 @@ from ..translate.translator import LlamaTranslator, TranslatorOptions
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
 ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
-                   "calibrate", "compute_device")
+                   "calibrate", "compute_device", "compute_dtype")
 TRANSLATOR_KEYS = ("target", "model", "prompt_style", "n_threads", "n_gpu_layers", "reuse_prefix")
 
 
@@ -46,7 +46,7 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
 
         options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft,
                                      sparse_tree=asr.sparse_tree)
-        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device,
+        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device, dtype=asr.compute_dtype,
                                  calibrate_on=demo_sample() if asr.calibrate else None)
     path = store.resolve(settings.asr.model, on_status)
     if on_status:

@@ -14,7 +14,7 @@ class TranslationEngine(Protocol):
 
     name: str
 
-    def translate(self, source: str, draft: list[int] | None = None) -> TranslationResult: ...
+    def translate(self, source: str, draft: list[int] | None = None, final: bool = False) -> TranslationResult: ...
 
     def interrupt(self) -> None: ...
 
@@ -47,8 +47,8 @@ class StreamingTranslator:
         self.accepted_tokens = 0
         self.output_tokens = 0
 
-    def _run(self, source: str, draft: list[int]) -> TranslationResult:
-        result = self.engine.translate(source, draft)
+    def _run(self, source: str, draft: list[int], final: bool = False) -> TranslationResult:
+        result = self.engine.translate(source, draft, final=final)
         self.calls += 1
         self.draft_tokens += result.draft_tokens
         self.accepted_tokens += result.accepted_tokens
@@ -75,7 +75,7 @@ class StreamingTranslator:
         seconds = 0.0  # model time, without waits for the compute gate
         for sentence in sentences:
             state = self._state(sentence.speaker)
-            result = self._run(sentence.text, state.draft)
+            result = self._run(sentence.text, state.draft, final=True)
             state.draft = []  # the next sentence starts without a draft
             seconds += result.seconds
             frozen.append(FrozenTranslation(sentence, result.text))

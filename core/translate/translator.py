@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import logger
-from ..compute import COMPUTE_GATE
+from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import common_prefix_len, joiner
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
@@ -124,6 +124,8 @@ class LlamaTranslator:
         self.style = _resolve_style(self.runner, self.options.prompt_style)
         self.name = self._name()
         self._chat_formatter = None
+        self._yielded = 0.0  # seconds the current translation stood aside for speech
+        self._steps_aside = True  # the current translation is a partial one
         if self.style == "chat":
             try:
                 self._chat_formatter = self._make_chat_formatter()
@@ -206,8 +208,11 @@ class LlamaTranslator:
             tokens = tokens[1:]
         return tokens
 
-    def translate(self, source: str, draft: list[int] | None = None) -> TranslationResult:
+    def translate(self, source: str, draft: list[int] | None = None, final: bool = False) -> TranslationResult:
         """Translate one sentence (or sentence prefix).
+
+        ``final``: the sentence is finished; its translation takes the compute gate at speech
+        priority and runs to the end, where a partial one steps aside for each speech decode.
 
         With ``options.beta`` None this is plain greedy decoding and ``draft`` is
         ignored; otherwise ``draft`` (usually the previous translation's tokens)
@@ -221,16 +226,18 @@ class LlamaTranslator:
         budget = self.runner.n_ctx - len(prompt)
         max_new = min(self.options.max_new_tokens, 2 * len(self.runner.tokenize(source)) + 16)
         if budget < max_new + 1:
-            return self._translate_long(source, time.perf_counter())
+            return self._translate_long(source, time.perf_counter(), final)
         start_eval = self.runner.evaluated
         try:
-            with COMPUTE_GATE:
-                t0 = time.perf_counter()  # compute time only, not the wait for the gate
+            with COMPUTE_GATE.held(SPEECH if final else TRANSLATION):
+                t0 = time.perf_counter()  # compute time only, not the waits for the gate
+                self._yielded = 0.0
+                self._steps_aside = not final
                 if self.options.beta is None:
                     step = self._generate_ar(prompt, max_new)
                 else:
                     step = self._generate_ssbd(prompt, max_new, list(draft or []))
-                seconds = time.perf_counter() - t0
+                seconds = time.perf_counter() - t0 - self._yielded
         except (ModelError, Interrupted):
             raise
         except Exception as exc:
@@ -272,7 +279,14 @@ class LlamaTranslator:
             if self.runner.is_stop(token) or not self._append(step, token, logits):
                 return
             if len(step.tokens) < max_new:
+                self._step_aside()
                 logits = self.runner.eval([token])
+
+    def _step_aside(self) -> None:
+        """Between two model calls of a partial translation: let a waiting speech decode run first
+        (the cache stays as is)."""
+        if self._steps_aside:
+            self._yielded += COMPUTE_GATE.yield_to_speech(TRANSLATION)
 
     @staticmethod
     def _append(step: "_Step", token: int, logits: np.ndarray) -> bool:
@@ -318,6 +332,7 @@ class LlamaTranslator:
             if not _accepts(logits, draft[pos], beta):
                 break
             chunk = draft[pos:pos + SMALL_CHUNK]
+            self._step_aside()
             rows = self.runner.eval(chunk, logits_from=0, chunk=SMALL_CHUNK)  # rows[i] follows chunk[i]
             rejected = False
             for i, d in enumerate(chunk):
@@ -342,6 +357,7 @@ class LlamaTranslator:
         if self.runner.is_stop(token) or not self._append(step, token, next_logits):
             return step
         if len(step.tokens) < max_new:
+            self._step_aside()
             self._greedy(self.runner.eval([token]), step, max_new)
         return step
 
@@ -358,7 +374,7 @@ class LlamaTranslator:
                 return draft[:i]
         return draft
 
-    def _translate_long(self, source: str, t0: float) -> TranslationResult:
+    def _translate_long(self, source: str, t0: float, final: bool = False) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""
         words = source.split()
         if len(words) < 2:
@@ -369,8 +385,8 @@ class LlamaTranslator:
             if words[i].endswith((",", ";", ":", ".")):
                 mid = i + 1
                 break
-        first = self.translate(" ".join(words[:mid]))
-        second = self.translate(" ".join(words[mid:]))
+        first = self.translate(" ".join(words[:mid]), final=final)
+        second = self.translate(" ".join(words[mid:]), final=final)
         return TranslationResult(
             source,
             (first.text + joiner(self.options.target_lang) + second.text).strip(),

@@ -105,9 +105,10 @@ def word_timestamps(runner: WhisperRunner, encoder_output, prompt: list[int], to
         attentions = out.cross_attentions  # per layer: (1, heads, len(sequence), 1500)
         weights = torch.stack([attentions[layer][0, head] for layer, head in heads])  # (H, T, 1500)
         weights = weights[:, :, :frames].float()
-        logits = runner.model.proj_out(out.last_hidden_state[0, len(prompt) - 1:len(prompt) + len(tokens) - 1])
-        probs = torch.softmax(logits.float(), dim=-1)
-        token_probs = probs[torch.arange(len(tokens)), torch.tensor(tokens)].cpu().numpy()
+        logits = runner.logits(out.last_hidden_state[0, len(prompt) - 1:len(prompt) + len(tokens) - 1])
+        probs = torch.softmax(logits, dim=-1)
+        token_probs = probs[torch.arange(len(tokens), device=probs.device),
+                            torch.tensor(tokens, device=probs.device)].cpu().numpy()
     w = weights.cpu().numpy()
     std = w.std(axis=-2, keepdims=True)
     mean = w.mean(axis=-2, keepdims=True)

@@ -60,7 +60,9 @@ def machine_key() -> str:
                 break
     except OSError:
         pass
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    mps = getattr(torch.backends, "mps", None)
+    device = (torch.cuda.get_device_name(0) if torch.cuda.is_available()
+              else "mps" if mps is not None and mps.is_available() else "cpu")
     return f"{cpu} | {os.cpu_count()} cores | {device} | torch {torch.__version__}"
 
 
@@ -95,6 +97,13 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
     tmp.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def runner_label(runner: WhisperRunner) -> str:
+    """A model's name in the store's keys: its precision and device make other timings."""
+    if runner.dtype_name == "float32" and runner.device.type == "cpu":
+        return runner.name  # the keys stored before devices and precisions were settings
+    return f"{runner.name} ({runner.device.type}, {runner.dtype_name})"
 
 
 def best_ms(fn, repeat: int = 3) -> float:
@@ -147,7 +156,7 @@ def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray
                 best_ms(lambda dec=dec: dec.decode(None, encoder_outputs=encoders), repeat=2), 1)
     best = min(decoder_ms, key=decoder_ms.get).split("/")
     threshold, max_draft = float(best[0]), int(best[1])
-    cal = Calibration(machine_key(), drafter.name, verifier.name, threshold, max_draft,
+    cal = Calibration(machine_key(), runner_label(drafter), runner_label(verifier), threshold, max_draft,
                       round(step_ms, 2), passes, decoder_ms,
                       drafter_encoder_ms=round(encoder_ms, 1), lazy_drafter=lazy)
     logger.info("speculative calibration: threshold %s, longest draft %s, lazy drafter %d (%s)",
@@ -157,7 +166,7 @@ def calibrate(drafter: WhisperRunner, verifier: WhisperRunner, audio: np.ndarray
 
 def calibrated(drafter: WhisperRunner, verifier: WhisperRunner, audio_path: Path) -> Calibration:
     """The stored calibration for this machine and pair, measuring (and storing) it the first time."""
-    cal = load_calibration(drafter.name, verifier.name)
+    cal = load_calibration(runner_label(drafter), runner_label(verifier))
     if cal is not None:
         return cal
     from ...audio.decode import decode_file

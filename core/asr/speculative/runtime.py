@@ -57,10 +57,16 @@ class WhisperRunner:
     """One Whisper model in PyTorch: features, encoder, and cache-truncating decoder states."""
 
     def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None,
-                 quantize: bool = False) -> None:
+                 quantize: bool = False, dtype: str = "auto") -> None:
         """Load (converting a CTranslate2 folder once). ``quantize`` makes the decoder's linear layers
-        int8 on the CPU: about 2.5× faster steps, for a drafter, whose tokens are only proposals."""
+        int8 on the CPU: about 2.5× faster steps, for a drafter, whose tokens are only proposals
+        (float32 models only). ``device`` is ``auto`` (CUDA, then MPS, then the CPU) or a torch
+        device; ``dtype`` is ``auto`` (float32 on the CPU, float16 on a GPU: see
+        :func:`core.compute.torch_dtype_name`), ``float32``, ``float16`` or ``bfloat16``: the
+        weights, the features, the encoder output and the decoder's activations are in it, the
+        logits are computed in float32 (:meth:`logits`)."""
         torch = _torch()
+        from ...compute import torch_device, torch_dtype_name
         from tokenizers import Tokenizer
         from transformers import WhisperConfig, WhisperForConditionalGeneration
         from transformers.utils import logging as hf_logging
@@ -79,11 +85,24 @@ class WhisperRunner:
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelError(f"The speech model in {self.path} could not be loaded ({exc}).") from exc
         self.model.eval()
-        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model.to(self.device)
-        self.quantized = quantize and self.device.type == "cpu"
+        self.device = torch.device(torch_device(device))
+        self.dtype_name = torch_dtype_name(dtype, self.device.type)
+        self.dtype = getattr(torch, self.dtype_name)
+        self.model.to(device=self.device, dtype=self.dtype)
+        if self.device.type == "cuda":
+            # cuDNN's SDPA kernel pays a large one-off cost for every new attention shape, and
+            # speculative passes keep making new ones (draft and cache lengths vary): measured for
+            # issue #13 on an H100, fp16 streaming spec+prev fell to 1.20× of greedy (a clip's first
+            # run 2.9 s against 0.46 s later); with cuDNN SDPA off (flash / memory-efficient / math
+            # kernels instead) 2.82×, still lossless. Process-wide, as torch.backends settings are.
+            torch.backends.cuda.enable_cudnn_sdp(False)
+        self.quantized = quantize and self.device.type == "cpu" and self.dtype == torch.float32
         if self.quantized:
             self._quantize_decoder()
+        # Logits in float32 from a float32 copy of the output projection: in bfloat16, logits of
+        # 16–32 are 0.125 apart (float16: 0.016), so top-2 gaps and ties would be rounding artefacts.
+        self._head = (None if self.quantized or self.dtype == torch.float32
+                      else self.model.proj_out.weight.detach().float())
         raw = json.loads((self.path / "config.json").read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self.vocab_size = int(raw["vocab_size"])
@@ -103,7 +122,9 @@ class WhisperRunner:
         self._suppress_mask = torch.zeros(self.vocab_size, dtype=torch.bool)
         self._suppress_mask[self.suppress] = True
         self._suppress_mask[self.special.timestamp_begin:] = True  # no timestamps in this mode
-        logger.info("torch whisper %s loaded from %s on %s", self.name, self.path, self.device)
+        self._suppress_mask = self._suppress_mask.to(self.device)
+        logger.info("torch whisper %s loaded from %s on %s in %s", self.name, self.path, self.device,
+                    self.dtype_name + (" (int8 decoder)" if self.quantized else ""))
 
     def _quantize_decoder(self) -> None:
         import warnings
@@ -167,13 +188,19 @@ class WhisperRunner:
         mel = mel[:, :3000]
         if mel.shape[1] < 3000:
             mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))
-        return torch.from_numpy(np.ascontiguousarray(mel)).unsqueeze(0).to(self.device)
+        return torch.from_numpy(np.ascontiguousarray(mel)).unsqueeze(0).to(self.device, dtype=self.dtype)
 
     def encode(self, audio: np.ndarray):
         """The encoder output for one window of audio."""
         torch = _torch()
         with torch.inference_mode():
             return self.model.model.encoder(self.features(audio)).last_hidden_state
+
+    def logits(self, hidden):
+        """float32 logits of decoder hidden states (rows × d_model, in the model's dtype)."""
+        if self._head is None:
+            return self.model.proj_out(hidden).float()
+        return hidden.float() @ self._head.T
 
     def start(self, encoder_output) -> "DecoderState":
         """A fresh decoder state over ``encoder_output``."""
@@ -222,13 +249,17 @@ class DecoderState:
             self.cache = out.past_key_values
             hidden = out.last_hidden_state[0]
             start = len(tokens) - 1 if logits_from is None else logits_from
-            logits = runner.model.proj_out(hidden[start:]).float()
+            logits = runner.logits(hidden[start:])
         self.tokens.extend(tokens)
         self.passes += 1
         return logits[-1] if logits_from is None else logits
 
     def _tree_inputs(self, parents: list[int]) -> dict:
-        """Position ids and an additive 4-D attention mask for a token tree after the cache."""
+        """Position ids and an additive 4-D attention mask for a token tree after the cache.
+
+        The mask is in the model's dtype: SDPA adds it to the attention scores, and a float32 mask
+        with float16/bfloat16 queries on CUDA gave NaN (float16) or logits off by up to 26
+        (bfloat16) in the measurement of issue #13; in the model's dtype the difference was 0."""
         torch = _torch()
         cached, n = len(self.tokens), len(parents)
         depth = [0] * n
@@ -241,8 +272,9 @@ class DecoderState:
             if parent >= 0:
                 depth[i] = depth[parent] + 1
                 allowed[i, cached:] |= allowed[parent, cached:]
-        mask = torch.zeros((1, 1, n, cached + n), dtype=torch.float32)
-        mask.masked_fill_(~allowed, float("-inf"))
+        dtype = self.runner.dtype
+        mask = torch.zeros((1, 1, n, cached + n), dtype=dtype)
+        mask.masked_fill_(~allowed, torch.finfo(dtype).min)  # transformers' convention: no NaN from -inf - -inf
         positions = torch.tensor([[cached + d for d in depth]], dtype=torch.long)
         device = self.runner.device
         return {"attention_mask": mask.to(device), "position_ids": positions.to(device)}

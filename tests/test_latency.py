@@ -1,0 +1,199 @@
+"""Latency: speech goes first on the compute gate, lines end at clauses, the encoder sees the window,
+and the live benchmark's alignment measures what it says.
+
+Speed itself is measured by ``sotto bench live`` (docs/BENCHMARKS.md), never here.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.live import align_pairs, coverage, words_of
+from core.compute import SPEECH, TRANSLATION, ComputeGate
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+# -- the compute gate ---------------------------------------------------------------------------
+def _waiter(gate: ComputeGate, priority: int, order: list[str], name: str) -> threading.Thread:
+    def run() -> None:
+        with gate.held(priority):
+            order.append(name)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _wait_until(predicate, what: str) -> None:
+    done = threading.Event()
+    for _ in range(2000):
+        if predicate():
+            return
+        done.wait(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_waiting_speech_decode_goes_before_a_waiting_translation():
+    gate = ComputeGate()
+    order: list[str] = []
+    gate.acquire(SPEECH)
+    translation = _waiter(gate, TRANSLATION, order, "translation")
+    _wait_until(lambda: gate._waiting[TRANSLATION] == 1, "the translation to wait")
+    speech = _waiter(gate, SPEECH, order, "speech")
+    _wait_until(lambda: gate.speech_waiting, "the speech decode to wait")
+    gate.release()
+    translation.join(5)
+    speech.join(5)
+    assert order == ["speech", "translation"]
+
+
+def test_a_translation_steps_aside_between_tokens_for_speech_and_takes_the_gate_back():
+    gate = ComputeGate()
+    order: list[str] = []
+    with gate.held(TRANSLATION):
+        assert gate.yield_to_speech() == 0.0  # nobody waits: it keeps going
+        speech = _waiter(gate, SPEECH, order, "speech")
+        _wait_until(lambda: gate.speech_waiting, "the speech decode to wait")
+        waited = gate.yield_to_speech()
+        order.append("translation resumed")
+        speech.join(5)
+    assert order == ["speech", "translation resumed"] and waited > 0
+    assert not gate._busy
+
+
+def test_the_gate_is_free_after_an_error_inside():
+    gate = ComputeGate()
+    with pytest.raises(RuntimeError):
+        with gate:
+            raise RuntimeError("a model failed")
+    assert gate.acquire(TRANSLATION) is None and gate._busy
+    gate.release()
+
+
+# -- the live benchmark's alignment ----------------------------------------------------------------
+def test_coverage_is_how_far_the_shown_words_reach_into_the_reference():
+    ref = words_of("Printing, in the only sense with which we are at present concerned, differs from most.")
+    assert coverage([], ref) == 0
+    assert coverage(words_of("printing in the only"), ref) == 4
+    assert coverage(words_of("Printing in the holy sense"), ref) == 5  # a substitution inside still covers
+    # an extra word or a wrong last word: not counted as the next reference word (a tie: the nearer end)
+    assert coverage(words_of("printing in the only sense with which we're"), ref) == 7
+    assert coverage(words_of("in the only sense"), ref) == 5  # the first word missed: a deletion
+    assert coverage(words_of("printing in the only sense with which we are at present concerned differs from "
+                             "most and more"), ref) == len(ref)
+    assert words_of("U.S. «quotes», don't") == ["u", "s", "quotes", "don't"]
+
+
+def test_align_pairs_maps_every_reference_word_to_a_hypothesis_word():
+    ref = words_of("the cat sat on the mat and slept")
+    hyp = words_of("the cat on a mat and it slept")
+    pairs = align_pairs(hyp, ref)
+    assert [hyp[i] for i in pairs] == ["the", "cat", "cat", "on", "a", "mat", "and", "slept"]
+
+
+# -- the translator on the gate ------------------------------------------------------------------
+SENTENCE = ("The committee met on Tuesday to discuss the budget for the coming year, and after a long "
+            "debate it agreed to spend more on schools and hospitals.")
+
+
+def _translate_while_speech_waits(translator, final: bool) -> tuple[str, float, float]:
+    """Translate SENTENCE on a thread; once it holds the compute gate, take the gate for speech.
+    Returns the translation, when speech got the gate and when the translation ended."""
+    from conftest import wait_for
+    from core.compute import COMPUTE_GATE
+
+    import time
+
+    got: dict[str, object] = {}
+
+    def work() -> None:
+        got["text"] = translator.translate(SENTENCE, final=final).text
+        got["ended"] = time.monotonic()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    wait_for(lambda: COMPUTE_GATE._busy, 10.0, "the translation to hold the gate", poll=0.001)
+    with COMPUTE_GATE:
+        speech_at = time.monotonic()
+    thread.join(60)
+    return str(got["text"]), speech_at, float(got["ended"])
+
+
+def test_a_partial_translation_steps_aside_for_speech_and_its_output_is_unchanged(translator_de):
+    from conftest import use_knobs
+
+    use_knobs(translator_de)  # plain greedy: the output must not depend on the pause
+    alone = translator_de.translate(SENTENCE).text
+    text, speech_at, ended = _translate_while_speech_waits(translator_de, final=False)
+    assert speech_at < ended, "speech waited for the whole partial translation"
+    assert text == alone
+
+
+def test_a_finished_sentence_translation_runs_to_its_end(translator_de):
+    from conftest import use_knobs
+
+    use_knobs(translator_de)
+    text, speech_at, ended = _translate_while_speech_waits(translator_de, final=True)
+    assert speech_at >= ended, "a finished sentence's translation was interrupted by speech"
+    assert text == translator_de.translate(SENTENCE).text
+
+
+# -- the speech engine: one pass per window ------------------------------------------------------
+def _count_encodes(engine) -> list[int]:
+    calls = [0]
+    original = engine.model.encode
+
+    def counting(features):
+        out = original(features)  # the one-pass engine refuses a second pass here
+        calls[0] += 1
+        return out
+
+    engine.model.encode = counting
+    return calls
+
+
+@pytest.fixture(scope="module")
+def reading() -> np.ndarray:
+    from core.audio.decode import decode_file
+
+    return decode_file(SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac", "mix")
+
+
+def test_a_window_is_encoded_once_and_keeps_the_first_pass_words(store, reading):
+    """On this window faster-whisper's long-form loop encodes twice (the second pass re-reads the
+    audio after the last word); the streaming engine stops after the first pass."""
+    from core.asr.engine import FasterWhisperEngine
+
+    window = reading[100 * 16000:112 * 16000]
+    two = FasterWhisperEngine(store.resolve("whisper-tiny.en"), one_pass=False)
+    one = FasterWhisperEngine(store.resolve("whisper-tiny.en"))
+    two_calls, one_calls = _count_encodes(two), _count_encodes(one)
+    full = two.transcribe(window, language="en")
+    first = one.transcribe(window, language="en")
+    assert two_calls[0] == 2 and one_calls[0] == 1
+    assert first.words and [w.text for w in first.words] == [w.text for w in full.words[:len(first.words)]]
+    assert len(first.words) < len(full.words) or first.text == full.text
+
+
+# -- lines end at clauses --------------------------------------------------------------------------
+def test_lines_end_at_clauses_pauses_or_the_word_limit_and_never_lose_a_word(tiny_engine, reading):
+    from conftest import transcribe_stream
+    from core.captions import normalize_english, word_error_rate
+
+    audio = reading[: 52 * 16000]  # the first five sentences, long ones without full stops
+    lines, _st, _u = transcribe_stream(tiny_engine, audio, clause_min_words=6, max_line_words=20)
+    whole, _st, _u = transcribe_stream(tiny_engine, audio, clause_min_words=0, max_line_words=0)
+    counts = [len(s.text.split()) for s in lines]
+    assert max(counts) <= 20 and len(lines) > len(whole), (counts, [s.text for s in lines])
+    for s in lines[:-1]:
+        following = lines[s.index + 1]
+        assert (s.text.rstrip()[-1] in ".,;:!?" or len(s.text.split()) == 20
+                or following.start - s.end >= 0.3), s.text
+    text = " ".join(s.text for s in lines)
+    assert word_error_rate(normalize_english(" ".join(s.text for s in whole)), normalize_english(text)) < 0.25
+    assert [s.index for s in lines] == list(range(len(lines)))
