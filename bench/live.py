@@ -21,7 +21,8 @@ Plus WER of the final transcript, CPU-seconds per audio-second, update interval
 (time between frames whose source text changed), peak RSS, and NE of source and
 translation as computed by the pipeline.
 
-Usage: sotto bench live [--quick] [--configs a,b] [--target de] [--json FILE] [--write-docs] [--plot PNG]
+Usage: sotto bench live [--quick] [--configs a,b] [--target de] [--set KEY=VALUE] [--json FILE]
+                        [--plot PNG] [--write-docs] [--from-json FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ READING = SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
 DOCS = ROOT / "docs" / "BENCHMARKS.md"
 BEGIN, END = "<!-- live:begin -->", "<!-- live:end -->"
 QUICK_S = 60.0
+_QT: list = []  # the plot's Qt application, kept alive
 
 # name -> settings changes on top of the defaults; translation "none" = source captions only
 CONFIGURATIONS: dict[str, dict[str, object]] = {
@@ -366,28 +368,66 @@ def table(result: dict) -> str:
 
 
 def plot(result: dict, path: Path) -> None:
-    """Latency per sentence over the reading, one line per configuration (first seen, translation)."""
-    import matplotlib
+    """Latency per sentence over the reading, one line per configuration: the source first seen
+    (left) and the finished sentence's translation on screen (right). Painted with Qt (offscreen)."""
+    import os
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QPointF, QRectF, Qt
+    from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
-    for name, r in result["configurations"].items():
-        ps = r["per_sentence"]
-        for ax, key in zip(axes, ("first_seen", "translation")):
-            pts = [(e, v) for e, v in zip(ps["end_s"], ps[key]) if v is not None]
-            if pts:
-                ax.plot(*zip(*pts), marker="o", markersize=3, label=name)
-    axes[0].set_title("source: first seen on screen")
-    axes[1].set_title("translation of the finished sentence on screen")
-    for ax in axes:
-        ax.set_xlabel("end of the sentence in the reading (s)")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("seconds after it was spoken")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    if QGuiApplication.instance() is None:  # text needs a (offscreen) GUI application
+        _QT.append(QGuiApplication([]))
+    configs = result["configurations"]
+    width, panel_h, margin = 1400, 400, 60
+    height = 40 + panel_h + 50 + 18 * len(configs) + 10
+    image = QImage(width, height, QImage.Format.Format_RGB32)
+    image.fill(QColor("white"))
+    p = QPainter(image)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setFont(QFont("DejaVu Sans", 10))
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    ends = max((max(r["per_sentence"]["end_s"]) for r in configs.values()), default=1.0)
+    values = [v for r in configs.values() for key in ("first_seen", "translation")
+              for v in r["per_sentence"][key] if v is not None]
+    top = max(2.0, float(np.ceil(max(values, default=2.0))))
+    panel_w = (width - 3 * margin) / 2
+    for k, (key, title) in enumerate((("first_seen", "source: first seen on screen"),
+                                      ("translation", "translation of the finished sentence on screen"))):
+        box = QRectF(margin + k * (panel_w + margin), 40, panel_w, panel_h)
+        p.setPen(QPen(QColor("#888"), 1))
+        p.drawRect(box)
+        p.setPen(QColor("black"))
+        p.drawText(QRectF(box.left(), 10, box.width(), 24), Qt.AlignmentFlag.AlignCenter, title)
+        for tick in range(0, int(top) + 1, max(1, int(top) // 8)):
+            y = box.bottom() - tick / top * box.height()
+            p.setPen(QPen(QColor("#ddd"), 1))
+            p.drawLine(QPointF(box.left(), y), QPointF(box.right(), y))
+            p.setPen(QColor("black"))
+            p.drawText(QRectF(box.left() - 40, y - 8, 35, 16), Qt.AlignmentFlag.AlignRight, f"{tick} s")
+        for tick in range(0, int(ends) + 1, 30):
+            x = box.left() + tick / ends * box.width()
+            p.drawText(QRectF(x - 30, box.bottom() + 4, 60, 16), Qt.AlignmentFlag.AlignCenter, f"{tick}")
+        p.drawText(QRectF(box.left(), box.bottom() + 22, box.width(), 16), Qt.AlignmentFlag.AlignCenter,
+                   "end of the sentence in the reading (s)")
+        for c, (name, r) in enumerate(configs.items()):
+            ps = r["per_sentence"]
+            pts = [QPointF(box.left() + e / ends * box.width(), box.bottom() - min(v, top) / top * box.height())
+                   for e, v in zip(ps["end_s"], ps[key]) if v is not None]
+            if not pts:
+                continue
+            p.setPen(QPen(QColor(colours[c % len(colours)]), 2))
+            p.drawPolyline(pts)
+            for pt in pts:
+                p.drawEllipse(pt, 2.5, 2.5)
+    for c, name in enumerate(configs):  # legend
+        y = 40 + panel_h + 60 + 18 * c
+        p.setPen(QPen(QColor(colours[c % len(colours)]), 3))
+        p.drawLine(QPointF(margin, y - 5), QPointF(margin + 25, y - 5))
+        p.setPen(QColor("black"))
+        p.drawText(QPointF(margin + 32, y), name)
+    p.end()
+    image.save(str(path))
 
 
 def write_docs(result: dict, command: str) -> None:
@@ -413,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every configuration (e.g. asr.min_chunk_s=0.5)")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--from-json", help="table, plot and docs from an earlier --json file (no run)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -423,14 +464,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in configs if c not in CONFIGURATIONS]
     if unknown:
         parser.error(f"unknown configuration {unknown[0]!r}; choose from: {', '.join(CONFIGURATIONS)}")
-    result = run(args.quick, configs, args.target, args.set)
+    if args.from_json:
+        result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        result = run(args.quick, configs, args.target, args.set)
     print(table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     if args.plot:
         plot(result, Path(args.plot))
     if args.write_docs:
-        write_docs(result, "sotto bench live" + (" --quick" if args.quick else ""))
+        write_docs(result, "sotto bench live" + (" --quick" if result["quick"] else ""))
     return 0
 
 

@@ -117,11 +117,7 @@ def test_a_bfloat16_tree_pass_equals_plain_passes(runners, jfk):
     assert mask.dtype == torch.bfloat16, "the mask must be in the model's dtype (issue #13: NaN/wrong on CUDA)"
     rows = state.append(tree.tokens, logits_from=0, parents=tree.parents)
     assert torch.isfinite(rows.max(-1).values).all()
-    children, node, branch_nodes = tree.children(), -1, []
-    for token in branch:
-        node = children[node][token]
-        branch_nodes.append(node)
-    for tokens, nodes in ((trunk, list(range(len(trunk)))), (branch, branch_nodes)):
+    for tokens, nodes in ((trunk, tree.nodes_of(trunk)), (branch, tree.nodes_of(branch))):
         batched = v.start(enc)
         batched.append(prompt)
         plain = batched.append(tokens, logits_from=0)
@@ -136,7 +132,7 @@ def test_a_bfloat16_tree_pass_equals_plain_passes(runners, jfk):
         assert (rows[nodes].argmax(-1) == one.argmax(-1))[sure].all()
         change = (rows[nodes].gather(1, top.indices) - top.values).abs().max()
         assert change < NEAR_TIES["bfloat16"], float(change)
-    state.keep(len(prompt), branch_nodes)  # the branch's cache rows selected out of the tree
+    state.keep(len(prompt), tree.nodes_of(branch))  # the branch's cache rows selected out of the tree
     assert state.tokens == prompt + branch
     after = v.encode_text(" of the world")
     fresh = v.start(enc)

@@ -114,17 +114,14 @@ def test_a_tree_pass_scores_each_branch_as_its_own_sequence_and_keeps_the_chosen
     state = verifier.start(enc)
     state.append(prompt)
     rows = state.append(tree.tokens, logits_from=0, parents=tree.parents)
-    children, node, path = tree.children(), -1, []
-    for token in branch:
-        node = children[node][token]
-        path.append(node)
-    for tokens, nodes in ((trunk, list(range(len(trunk)))), (branch, path)):
+    assert tree.nodes_of(trunk) == list(range(len(trunk)))
+    for tokens, nodes in ((trunk, tree.nodes_of(trunk)), (branch, tree.nodes_of(branch))):
         fresh = verifier.start(enc)
         fresh.append(prompt)
         plain = fresh.append(tokens, logits_from=0)
         assert torch.allclose(rows[nodes], plain, atol=1e-3), float((rows[nodes] - plain).abs().max())
         assert rows[nodes].argmax(-1).tolist() == plain.argmax(-1).tolist()
-    state.keep(len(prompt), path)
+    state.keep(len(prompt), tree.nodes_of(branch))
     assert state.tokens == prompt + branch
     after = verifier.encode_text(" of the world")
     fresh = verifier.start(enc)

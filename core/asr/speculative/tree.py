@@ -58,6 +58,14 @@ class DraftTree:
             out.setdefault(parent, {}).setdefault(token, i)
         return out
 
+    def nodes_of(self, path: list[int]) -> list[int]:
+        """The nodes that hold ``path`` (tokens from the root); KeyError if the tree lacks it."""
+        children, node, nodes = self.children(), -1, []
+        for token in path:
+            node = children[node][token]
+            nodes.append(node)
+        return nodes
+
     def depth(self, node: int) -> int:
         """1 for a child of the root."""
         d = 0
