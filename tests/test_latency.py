@@ -101,27 +101,26 @@ SENTENCE = ("The committee met on Tuesday to discuss the budget for the coming y
             "debate it agreed to spend more on schools and hospitals.")
 
 
-def _translate_while_speech_waits(translator, final: bool) -> tuple[str, float, float]:
+def _translate_while_speech_waits(translator, final: bool) -> tuple[str, int, int]:
     """Translate SENTENCE on a thread; once it holds the compute gate, take the gate for speech.
-    Returns the translation, when speech got the gate and when the translation ended."""
+    Returns the translation, the tokens the model had run when speech got the gate, and the tokens
+    it had run at the end (the model runs only while its thread holds the gate)."""
     from conftest import wait_for
     from core.compute import COMPUTE_GATE
 
-    import time
-
     got: dict[str, object] = {}
+    start = translator.runner.evaluated
 
     def work() -> None:
         got["text"] = translator.translate(SENTENCE, final=final).text
-        got["ended"] = time.monotonic()
 
     thread = threading.Thread(target=work)
     thread.start()
     wait_for(lambda: COMPUTE_GATE._busy, 10.0, "the translation to hold the gate", poll=0.001)
     with COMPUTE_GATE:
-        speech_at = time.monotonic()
+        at_speech = translator.runner.evaluated - start
     thread.join(60)
-    return str(got["text"]), speech_at, float(got["ended"])
+    return str(got["text"]), at_speech, translator.runner.evaluated - start
 
 
 def test_a_partial_translation_steps_aside_for_speech_and_its_output_is_unchanged(translator_de):
@@ -129,8 +128,8 @@ def test_a_partial_translation_steps_aside_for_speech_and_its_output_is_unchange
 
     use_knobs(translator_de)  # plain greedy: the output must not depend on the pause
     alone = translator_de.translate(SENTENCE).text
-    text, speech_at, ended = _translate_while_speech_waits(translator_de, final=False)
-    assert speech_at < ended, "speech waited for the whole partial translation"
+    text, at_speech, total = _translate_while_speech_waits(translator_de, final=False)
+    assert at_speech < total, "speech waited for the whole partial translation"
     assert text == alone
 
 
@@ -138,8 +137,8 @@ def test_a_finished_sentence_translation_runs_to_its_end(translator_de):
     from conftest import use_knobs
 
     use_knobs(translator_de)
-    text, speech_at, ended = _translate_while_speech_waits(translator_de, final=True)
-    assert speech_at >= ended, "a finished sentence's translation was interrupted by speech"
+    text, at_speech, total = _translate_while_speech_waits(translator_de, final=True)
+    assert at_speech == total, "a finished sentence's translation was interrupted by speech"
     assert text == translator_de.translate(SENTENCE).text
 
 
@@ -164,20 +163,28 @@ def reading() -> np.ndarray:
     return decode_file(SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac", "mix")
 
 
-def test_a_window_is_encoded_once_and_keeps_the_first_pass_words(store, reading):
-    """On this window faster-whisper's long-form loop encodes twice (the second pass re-reads the
-    audio after the last word); the streaming engine stops after the first pass."""
-    from core.asr.engine import FasterWhisperEngine
+def test_a_short_tail_is_not_encoded_again_and_a_long_one_is(store, reading):
+    """faster-whisper's long-form loop encodes a window again from its last word. On the first
+    window that tail is a fraction of a second: the streaming engine skips it, keeping the first
+    pass's words. On the second the tail is over TAIL_S: it is decoded, so nothing is lost at the
+    end of a stream, and the words are faster-whisper's own."""
+    from core.asr.engine import TAIL_S, FasterWhisperEngine
 
-    window = reading[100 * 16000:112 * 16000]
     two = FasterWhisperEngine(store.resolve("whisper-tiny.en"), one_pass=False)
     one = FasterWhisperEngine(store.resolve("whisper-tiny.en"))
     two_calls, one_calls = _count_encodes(two), _count_encodes(one)
-    full = two.transcribe(window, language="en")
-    first = one.transcribe(window, language="en")
+
+    short = reading[100 * 16000:112 * 16000]
+    full, first = two.transcribe(short, language="en"), one.transcribe(short, language="en")
     assert two_calls[0] == 2 and one_calls[0] == 1
+    assert 12.0 - first.words[-1].end < TAIL_S
     assert first.words and [w.text for w in first.words] == [w.text for w in full.words[:len(first.words)]]
-    assert len(first.words) < len(full.words) or first.text == full.text
+
+    long_tail = reading[60 * 16000:69 * 16000]
+    two_calls[0] = one_calls[0] = 0
+    full, both = two.transcribe(long_tail, language="en"), one.transcribe(long_tail, language="en")
+    assert two_calls[0] == one_calls[0] == 2
+    assert [w.text for w in both.words] == [w.text for w in full.words]
 
 
 # -- lines end at clauses --------------------------------------------------------------------------
@@ -197,3 +204,33 @@ def test_lines_end_at_clauses_pauses_or_the_word_limit_and_never_lose_a_word(tin
     text = " ".join(s.text for s in lines)
     assert word_error_rate(normalize_english(" ".join(s.text for s in whole)), normalize_english(text)) < 0.25
     assert [s.index for s in lines] == list(range(len(lines)))
+
+
+# -- how often to decode ----------------------------------------------------------------------------
+def test_decodes_come_every_min_chunk_or_as_often_as_the_machine_affords(tiny_engine, translator_de, shared):
+    """In real time the pipeline waits for asr.min_chunk_s of new audio, or longer when a decode
+    takes more than its share of the time (60% beside a translator, 90% alone); in fast mode always
+    min_chunk_s, so results are reproducible."""
+    from core.asr.streaming import StreamingTranscriber
+    from core.audio.sources import FileSource
+    from core.session.pipeline import ASR_SHARE_ALONE, ASR_SHARE_TRANSLATING, AudioStream, CaptionPipeline
+    from core.settings import Settings
+
+    settings = Settings()
+    for translator, share in ((translator_de, ASR_SHARE_TRANSLATING), (None, ASR_SHARE_ALONE)):
+        pipe = CaptionPipeline(settings, tiny_engine, translator, realtime=True)
+        pipe._translation = pipe._open_translation()
+        try:
+            transcriber = StreamingTranscriber(tiny_engine)
+            pipe.streams = [AudioStream("", FileSource(shared / "asr" / "jfk.flac"), transcriber)]
+            assert pipe._chunk_seconds() == settings.asr.min_chunk_s  # nothing decoded yet
+            transcriber.push(FileSource(shared / "asr" / "jfk.flac").audio[: 16000 * 4])
+            assert transcriber.decodes > 0 and transcriber.recent_decode_seconds > 0
+            expected = max(settings.asr.min_chunk_s, transcriber.recent_decode_seconds / share)
+            assert pipe._chunk_seconds() == pytest.approx(expected)
+            transcriber.recent_decode_seconds = 0.9  # a slow machine: 0.9 s per decode
+            assert pipe._chunk_seconds() == pytest.approx(0.9 / share) and 0.9 / share > settings.asr.min_chunk_s
+            pipe.realtime = False
+            assert pipe._chunk_seconds() == settings.asr.min_chunk_s
+        finally:
+            pipe._close_translation(cancel=True)

@@ -109,7 +109,11 @@ class FasterWhisperEngine(ASREngine):
         import time
 
         t0 = time.perf_counter()
-        self.model.passes_left = 1 if self.one_pass else None
+        heard_until = [0.0]  # end of the last word so far (window seconds)
+        window_s = audio.shape[0] / 16000
+        # a second pass only for a real tail: at least TAIL_S of audio after the last word
+        self.model.another_pass = (None if not self.one_pass
+                                   else lambda: window_s - heard_until[0] >= TAIL_S)
         segments, _info = self.model.transcribe(
             audio,
             language=(language if self.multilingual else "en") or None,
@@ -129,35 +133,48 @@ class FasterWhisperEngine(ASREngine):
                 texts.append(seg.text)
                 for w in seg.words or ():
                     words.append(Word(w.start, w.end, w.word, w.probability))
+                    heard_until[0] = max(heard_until[0], w.end)
         except _SecondPass:
             pass
         return Hypothesis(words, "".join(texts).strip(), time.perf_counter() - t0)
 
 
 class _SecondPass(Exception):
-    """Raised by the model instead of encoding the same window a second time."""
+    """Raised by the model instead of encoding the same window again for a short tail."""
+
+
+# A window's audio after the last word is decoded again (a second pass) only when it is at least
+# this long: a shorter tail holds at most a word that the next update hears anyway.
+TAIL_S = 1.0
 
 
 def _one_pass_model_class():
-    """faster-whisper's model, able to stop after one pass over the window.
+    """faster-whisper's model, able to stop after the first pass over a window.
 
     When a window's last segment does not end with a single timestamp, faster-whisper seeks to
     the end of the last word and runs the encoder and decoder again on the rest of the window
-    (long-form transcription). A streaming window is decoded again at the next update anyway:
-    measured on the first 60 s of the shared long reading with tiny.en on two cores, 60 updates
-    made 95 encoder passes (0.27 s each) instead of 60. With ``passes_left`` set, the encoder
-    refuses the extra pass; the segments of the first pass were already handed out by then.
+    (long-form transcription). Measured on the first 60 s of the shared long reading with tiny.en
+    on two cores, 60 streaming updates made 95 encoder passes (0.27 s each); the extra passes
+    re-read tails of a fraction of a second that the next update decodes anyway. With
+    ``another_pass`` set, the encoder refuses a further pass unless it says the tail is long
+    enough (so nothing is lost at the end of a stream); the segments of the first pass were
+    already handed out by then.
     """
     from faster_whisper import WhisperModel
 
     class OnePassWhisperModel(WhisperModel):
-        passes_left: int | None = None  # None: as many passes as faster-whisper makes
+        another_pass = None  # None: every pass faster-whisper makes; else asked before each further one
+        _passes = 0
+
+        def generate_segments(self, features, tokenizer, options, log_progress, encoder_output=None):
+            # the first pass may reuse the encoding made to detect the language
+            self._passes = 0 if encoder_output is None else 1
+            yield from super().generate_segments(features, tokenizer, options, log_progress, encoder_output)
 
         def encode(self, features: np.ndarray):
-            if self.passes_left is not None:
-                if self.passes_left <= 0:
-                    raise _SecondPass()
-                self.passes_left -= 1
+            if self._passes and self.another_pass is not None and not self.another_pass():
+                raise _SecondPass()
+            self._passes += 1
             return super().encode(features)
 
     return OnePassWhisperModel
