@@ -53,6 +53,10 @@ class StreamingOptions:
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 MAX_PIECE_S = 5.0
+# With no line ended in the window, it is trimmed at the last committed word only beyond this
+# length: a word's end time from Whisper can run into the next words (seen with the meeting test:
+# trimming an 11 s window at "for you" cut away "ask what you can do for your").
+WORD_TRIM_S = 15.0
 
 
 class StreamingTranscriber:
@@ -253,7 +257,8 @@ class StreamingTranscriber:
         if self.window.seconds <= opts.buffer_trim_s:
             return
         cut = self._last_sentence_end if self._last_sentence_end > self.window.offset else 0.0
-        if cut <= self.window.offset and self.hyp.last_committed_time > self.window.offset:
+        if (cut <= self.window.offset and self.hyp.last_committed_time > self.window.offset
+                and self.window.seconds > WORD_TRIM_S):
             cut = self.hyp.last_committed_time
         if self.window.end_time - max(cut, self.window.offset) > opts.max_buffer_s - opts.min_chunk_s - MAX_PIECE_S:
             # Nothing stable to cut at and the window is nearly full: commit the tentative words.
