@@ -35,14 +35,25 @@ class VadEvent:
     time: float
 
 
+def _silero_session():
+    """faster-whisper's Silero VAD model in an ONNX Runtime session, with ONNX Runtime's runtime
+    telemetry switch off as well (Windows' trace events; the Linux and macOS uploader is kept from
+    starting by :mod:`core.privacy`, which must act before ONNX Runtime initializes)."""
+    import onnxruntime
+    from faster_whisper.vad import get_vad_model
+
+    disable = getattr(onnxruntime, "disable_telemetry_events", None)
+    if disable is not None:
+        disable()
+    return get_vad_model().session
+
+
 class VoiceActivityDetector:
     """Chunk-by-chunk Silero VAD with state carried across calls."""
 
     def __init__(self, options: VadOptions | None = None) -> None:
-        from faster_whisper.vad import get_vad_model
-
         self.options = options or VadOptions()
-        self._session = get_vad_model().session
+        self._session = _silero_session()
         self.reset()
 
     def reset(self) -> None:

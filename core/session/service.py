@@ -21,7 +21,7 @@ from typing import Protocol
 from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.threaded import ThreadedEngine
-from ..audio.sources import is_live, open_streams
+from ..audio.sources import AudioSource, is_live, open_streams
 from ..errors import ModelError, SottoError
 from ..models.store import ModelStore
 from ..paths import demo_sample
@@ -110,8 +110,10 @@ class CaptionService:
         self._thread = JobThread("sotto-asr", self._handle)
 
     # -- commands (any thread; none of them blocks) -----------------------------------------
-    def start(self, spec: str | None = None) -> None:
-        """Start captioning ``spec`` (a file path, ``mic`` or ``mic:NAME``; default from settings)."""
+    def start(self, spec: str | AudioSource | None = None) -> None:
+        """Start captioning ``spec``: a file path, ``mic``, ``mic:NAME``, ``system``, ``both`` (default:
+        from settings), or a live source the front end made itself (read in real time; the service
+        stops it at the end)."""
         with self._lock:
             if self.state != IDLE:
                 return
@@ -194,7 +196,7 @@ class CaptionService:
         self.state = state
         self.listener.on_state(state, detail)
 
-    def _handle(self, command: tuple[str, str | None]) -> None:
+    def _handle(self, command: tuple[str, str | AudioSource | None]) -> None:
         kind, arg = command
         try:
             if kind == "preload":
@@ -239,12 +241,15 @@ class CaptionService:
             self.translation_engine.configure(*translator_knobs(settings))
         self.listener.on_status("Models ready", 1.0)
 
-    def _run_session(self, spec: str | None) -> None:
+    def _run_session(self, spec: str | AudioSource | None) -> None:
         self._load_engines()
         settings = self.settings
         if spec is None:
             spec, _ = source_spec(settings)
-        sources = open_streams(spec, realtime=True, channel=settings.audio.channel, device=settings.audio.device)
+        if isinstance(spec, str):
+            sources = open_streams(spec, realtime=True, channel=settings.audio.channel, device=settings.audio.device)
+        else:  # a source made by the front end
+            sources, spec = {"": spec}, spec.name
         name = " + ".join(s.name for s in sources.values())
         try:
             directory = self.history.new_session_dir()
