@@ -15,8 +15,8 @@ received the finished line, minus when its last word was spoken: median and p90)
 their translations, open file descriptors, threads (all of the process's, native ones
 included), the journal's size and the sentences so far.
 
-The verdict (after ``warmup`` minutes, 10 for runs of 30 minutes or more): resident
-memory within ±5% of its value at the end of the warm-up; the slope of the lag and of
+The verdict (after ``warmup`` minutes, 10 for runs of 30 minutes or more): every reading of
+resident memory within ±5% of their median; the slope of the lag and of
 the latency over the run (seconds per hour, least squares over the per-minute medians);
 no growth in threads or descriptors. At the end the journal is read back: every
 sentence the overlay showed as finished is in it.
@@ -236,12 +236,12 @@ def _slope_per_hour(minutes: list[float], values: list[float | None]) -> float |
 def verdict(rows: list[dict], warmup: float) -> dict:
     """Pass or fail per criterion, from the per-minute rows."""
     after = [r for r in rows if r["minute"] >= warmup] or rows[-1:]
-    base = after[0]["rss_mb"] if after else None
+    base = float(np.median([r["rss_mb"] for r in after])) if after else None
     rss = [r["rss_mb"] for r in after]
     minutes = [r["minute"] for r in rows]
     out = {
         "warmup_minutes": warmup,
-        "rss_at_warmup_mb": base,
+        "rss_median_mb": round(base, 1) if base else None,
         "rss_min_mb": min(rss) if rss else None, "rss_max_mb": max(rss) if rss else None,
         "rss_band": round(max(abs(v / base - 1) for v in rss), 4) if rss and base else None,
         "lag_slope_s_per_hour": _slope_per_hour(minutes, [r["lag_p50"] for r in rows]),
@@ -374,8 +374,8 @@ def table(result: dict, every_minutes: int = 10) -> str:
     j = result.get("journal") or {}
     ok = {True: "yes", False: "**no**"}
     out += ["", f"After the {v.get('warmup_minutes')}-minute warm-up: resident memory {f(v.get('rss_min_mb'), 0)}–"
-            f"{f(v.get('rss_max_mb'), 0)} MB, at most {100 * (v.get('rss_band') or 0):.1f}% from "
-            f"{f(v.get('rss_at_warmup_mb'), 0)} MB (within ±5%: {ok[bool(v.get('rss_flat'))]}); threads "
+            f"{f(v.get('rss_max_mb'), 0)} MB, at most {100 * (v.get('rss_band') or 0):.1f}% from their median "
+            f"{f(v.get('rss_median_mb'), 0)} MB (within ±5%: {ok[bool(v.get('rss_flat'))]}); threads "
             f"{v.get('threads')} (no growth: {ok[bool(v.get('threads_flat'))]}); descriptors {v.get('descriptors')} "
             f"(no growth: {ok[bool(v.get('descriptors_flat'))]}). Slopes over the run, seconds per hour: lag "
             f"{f(v.get('lag_slope_s_per_hour'), 3)} (its per-minute maximum {f(v.get('lag_max_slope_s_per_hour'), 3)}), "
@@ -417,8 +417,11 @@ def plot(result: dict, path: Path) -> None:
         box = QRectF(margin, 30 + k * (panel_h + 60), width - 2 * margin - 200, panel_h)
         values = [r[key] for _n, key, _c in series for r in rows if r.get(key) is not None]
         memory = series[0][1] == "rss_mb"
-        lo = min(values, default=0.0) * 0.9 if memory else 0.0
-        hi = max(values, default=1.0) * 1.1 or 1.0
+        lo, hi = 0.0, max(values, default=1.0) * 1.1 or 1.0
+        if memory:  # room for the ±5% band around the median
+            median = float(np.median(values)) if values else 1.0
+            lo = min(min(values, default=median), median * (1 - 1.5 * RSS_BAND))
+            hi = max(max(values, default=median), median * (1 + 1.5 * RSS_BAND))
         p.setPen(QPen(QColor("#888"), 1))
         p.drawRect(box)
         p.setPen(QColor("black"))
@@ -431,13 +434,14 @@ def plot(result: dict, path: Path) -> None:
             p.setPen(QColor("black"))
             p.drawText(QRectF(box.left() - 65, y - 8, 60, 16), Qt.AlignmentFlag.AlignRight,
                        f"{v:.0f}" if hi - lo > 10 else f"{v:.2f}")
-        if memory and result.get("verdict", {}).get("rss_at_warmup_mb"):  # the ±5% band
-            base = result["verdict"]["rss_at_warmup_mb"]
+        if memory and result.get("verdict", {}).get("rss_median_mb"):  # the ±5% band
+            base = result["verdict"]["rss_median_mb"]
             for edge in (base * (1 - RSS_BAND), base * (1 + RSS_BAND)):
                 y = box.bottom() - (edge - lo) / (hi - lo) * box.height()
                 if box.top() <= y <= box.bottom():
                     p.setPen(QPen(QColor("#bbb"), 1, Qt.PenStyle.DashLine))
                     p.drawLine(QPointF(box.left(), y), QPointF(box.right(), y))
+        p.setPen(QColor("black"))
         step = max(1, int(span // 10) or 1)
         for tick in range(0, int(span) + 1, step):
             x = box.left() + tick / span * box.width()
@@ -480,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--from-json", help="table, plot and docs from an earlier --json file (no run)")
     args = parser.parse_args(argv)
-    if args.from_json:
+    if args.from_json:  # the verdict afresh (a run cut short was judged only up to its last reading)
         result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+        result["verdict"] = verdict(result["rows"], result.get("verdict", {}).get("warmup_minutes", 10.0))
     else:
         result = run(args.minutes, args.every, Path(args.json) if args.json else None, args.target)
     print(table(result))

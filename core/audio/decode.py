@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import stat
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,23 +29,7 @@ def decode_file(path: str | Path, channel: str = "mix") -> np.ndarray:
     import av  # faster-whisper's decoder backend
     from faster_whisper.audio import decode_audio
 
-    path = Path(path)
-    if not path.exists():
-        raise AudioError(f"The audio file {path} does not exist.")
-    if path.is_dir():
-        raise AudioError(f"{path} is a folder, not an audio file.")
-    info = path.stat()
-    if not stat.S_ISREG(info.st_mode):  # a pipe or device: reading it could block forever
-        raise AudioError(f"{path} is not an audio file but a pipe or device; save the recording to a file first.")
-    if info.st_size == 0:
-        raise AudioError(f"The audio file {path} is empty.")
-    if channel not in ("mix", "left", "right"):
-        raise AudioError(f"Unknown channel '{channel}'; use mix, left or right.")
-    try:
-        with open(path, "rb"):  # a clear sentence for a file we may not read
-            pass
-    except OSError as exc:
-        raise AudioError(f"Could not read {path} ({exc.strerror or exc}).") from exc
+    path = check_file(path, channel)
     try:
         if channel == "mix":
             audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
@@ -73,6 +58,92 @@ def decode_file(path: str | Path, channel: str = "mix") -> np.ndarray:
         logger.warning("non-finite samples in %s replaced with zeros", path)
         audio = np.nan_to_num(audio, nan=0.0, posinf=0.0, neginf=0.0)
     return audio
+
+
+def check_file(path: str | Path, channel: str = "mix") -> Path:
+    """The checks before decoding: one sentence (:class:`AudioError`) for a missing, empty or
+    unreadable file, a folder, a pipe or device, and an unknown channel."""
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(f"The audio file {path} does not exist.")
+    if path.is_dir():
+        raise AudioError(f"{path} is a folder, not an audio file.")
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):  # a pipe or device: reading it could block forever
+        raise AudioError(f"{path} is not an audio file but a pipe or device; save the recording to a file first.")
+    if info.st_size == 0:
+        raise AudioError(f"The audio file {path} is empty.")
+    if channel not in ("mix", "left", "right"):
+        raise AudioError(f"Unknown channel '{channel}'; use mix, left or right.")
+    try:
+        with open(path, "rb"):  # a clear sentence for a file we may not read
+            pass
+    except OSError as exc:
+        raise AudioError(f"Could not read {path} ({exc.strerror or exc}).") from exc
+    return path
+
+
+def declared_seconds(path: str | Path) -> float | None:
+    """How long a file says it is (its header), or None when it does not say (see :func:`check_file`
+    first)."""
+    return _declared_seconds(Path(path))
+
+
+def stream_file(path: str | Path, channel: str = "mix", block_s: float = 30.0) -> Iterator[np.ndarray]:
+    """Decode a file block by block (about ``block_s`` seconds each) to mono float32 at 16 kHz, so a
+    recording of hours is never held in memory whole. Same checks and sentences as
+    :func:`decode_file`, before the first block; a file that breaks later raises :class:`AudioError`
+    where it breaks, after the blocks before it."""
+    import av
+
+    path = check_file(path, channel)
+    # 16-bit, as decode_file's decoder converts: the same down-mix ((L + R) / 2), the same samples
+    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono" if channel == "mix" else "stereo",
+                                                  rate=SAMPLE_RATE)
+    want = int(block_s * SAMPLE_RATE)
+    pending: list[np.ndarray] = []
+    have = done = 0
+
+    def mono(frame) -> np.ndarray:
+        array = frame.to_ndarray().reshape(-1).astype(np.float32) / 32768.0
+        if channel == "mix":
+            return array
+        return np.ascontiguousarray(array[0 if channel == "left" else 1::2])
+
+    try:
+        with av.open(str(path), mode="r", metadata_errors="ignore") as container:
+            if not container.streams.audio:
+                raise ValueError("no audio stream")
+            frames = container.decode(audio=0)
+            while True:
+                try:
+                    frame = next(frames)
+                except StopIteration:
+                    frame = None
+                except av.error.InvalidDataError:  # a damaged packet: skip it, as decode_file does
+                    continue
+                for out in resampler.resample(frame):
+                    block = mono(out)
+                    pending.append(block)
+                    have += block.size
+                if have >= want or (frame is None and have):
+                    audio = np.nan_to_num(np.concatenate(pending))
+                    pending, have = [], 0
+                    done += audio.size
+                    yield audio
+                if frame is None:
+                    break
+    except (av.error.FFmpegError, ValueError, IndexError) as exc:
+        logger.exception("decoding %s failed after %.1f s", path, done / SAMPLE_RATE)
+        where = f" after {done / SAMPLE_RATE:.0f} s" if done else ""
+        raise AudioError(f"Could not read audio from {path}{where}: the file is corrupt or not in an audio "
+                         "format Sotto understands.") from exc
+    except OSError as exc:
+        logger.exception("decoding %s failed", path)
+        raise AudioError(f"Could not read {path} ({exc.strerror or exc}).") from exc
+    if not done:
+        raise AudioError(f"Could not read audio from {path}: the file is corrupt or not in an audio format Sotto "
+                         "understands (no sound could be decoded from it).")
 
 
 def _check_truncation(path: Path, decoded_s: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -19,7 +20,7 @@ import numpy as np
 
 from .. import logger
 from ..errors import AudioDeviceError, AudioError
-from .decode import SAMPLE_RATE, decode_file
+from .decode import SAMPLE_RATE, check_file, declared_seconds, decode_file, stream_file
 from .ringbuffer import RingBuffer
 
 
@@ -43,13 +44,31 @@ class AudioSource(Protocol):
     def overflows(self) -> int: ...
 
 
+STREAM_OVER_S = 600.0
+"""Files that say they are longer than this (10 minutes) are decoded block by block as they are
+read, so hours of recording are never held in memory whole; shorter ones are decoded at once."""
+
+
 class FileSource:
-    """A decoded file, delivered in real time (``realtime=True``) or as fast as asked."""
+    """A decoded file, delivered in real time (``realtime=True``) or as fast as asked.
+
+    ``audio`` holds the whole recording for files up to :data:`STREAM_OVER_S`; longer ones are
+    decoded as they are read (``audio`` is None) and a file that breaks part-way raises
+    :class:`AudioError` from :meth:`read` after the audio before the break."""
 
     def __init__(self, path: str | Path, channel: str = "mix", realtime: bool = False, speed: float = 1.0) -> None:
         self.path = Path(path)
         self.name = self.path.name
-        self.audio = decode_file(self.path, channel)
+        check_file(self.path, channel)
+        declared = declared_seconds(self.path)
+        self.audio: np.ndarray | None = None
+        self._blocks: Iterator[np.ndarray] | None = None
+        self._pending: list[np.ndarray] = []
+        self._declared = declared
+        if declared is not None and declared > STREAM_OVER_S:
+            self._blocks = stream_file(self.path, channel)
+        else:
+            self.audio = decode_file(self.path, channel)
         self.realtime = realtime
         self.speed = speed
         self._pos = 0
@@ -57,9 +76,9 @@ class FileSource:
         self._stop = threading.Event()
 
     @property
-    def duration(self) -> float:
-        """Length of the recording in seconds."""
-        return self.audio.shape[0] / SAMPLE_RATE
+    def duration(self) -> float | None:
+        """Length of the recording in seconds (for a streamed file, what its header says)."""
+        return self.audio.shape[0] / SAMPLE_RATE if self.audio is not None else self._declared
 
     @property
     def overflows(self) -> int:
@@ -78,19 +97,48 @@ class FileSource:
         """From another thread: make a blocked ``read`` return None (same as :meth:`stop` for a file)."""
         self._stop.set()
 
+    def _available(self, n: int) -> int:
+        """Samples ready from ``_pos`` on, decoding more blocks of a streamed file until ``n`` are (or
+        the file ends)."""
+        if self.audio is not None:
+            return self.audio.shape[0] - self._pos
+        have = sum(p.size for p in self._pending)
+        while have < n and self._blocks is not None:
+            block = next(self._blocks, None)
+            if block is None:
+                self._blocks = None
+                break
+            self._pending.append(block)
+            have += block.size
+        return have
+
+    def _take(self, n: int) -> np.ndarray:
+        if self.audio is not None:
+            return self.audio[self._pos:self._pos + n]
+        out, got = [], 0
+        while got < n and self._pending:
+            piece = self._pending[0]
+            if piece.size <= n - got:
+                out.append(self._pending.pop(0))
+                got += piece.size
+            else:
+                out.append(piece[: n - got])
+                self._pending[0] = piece[n - got:]
+                got = n
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
         """Next audio: exactly ``min_seconds`` in fast mode; all audio up to 'now' in real time."""
-        total = self.audio.shape[0]
-        if self._pos >= total or self._stop.is_set():
-            return None
         want = max(1, int(min_seconds * SAMPLE_RATE))
+        if self._stop.is_set() or self._available(1) <= 0:
+            return None
         if not self.realtime:
-            end = min(total, self._pos + want)
+            n = min(want, self._available(want))
         else:
             if self._t0 is None:
                 self.start()
             assert self._t0 is not None
-            target = min(total, self._pos + want)
+            target = self._pos + min(want, self._available(want))
             ready_at = self._t0 + target / SAMPLE_RATE / self.speed
             wait = ready_at - time.monotonic()
             if timeout is not None and wait > timeout:
@@ -99,9 +147,10 @@ class FileSource:
             if wait > 0 and self._stop.wait(wait):
                 return None
             now_samples = int((time.monotonic() - self._t0) * self.speed * SAMPLE_RATE)
-            end = min(total, max(target, now_samples))
-        chunk = self.audio[self._pos:end]
-        self._pos = end
+            end = max(target, now_samples)
+            n = min(end - self._pos, self._available(end - self._pos))
+        chunk = self._take(n)
+        self._pos += chunk.shape[0]
         return chunk
 
     @property
