@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.models)
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
-    p.add_argument("which", choices=("translate", "asr", "app", "pipeline", "live", "soak"))
+    p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "soak"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

@@ -251,6 +251,6 @@ def test_template_without_generation_prompt(chat_models, monkeypatch, caplog):
         tr = LlamaTranslator(chat_models["no-reply"], TranslatorOptions(target_lang="de"))
     try:
         assert tr.style == "few-shot" and message in caplog.text
-        assert tr.prompt_text("Good night.").endswith("English: Good night.\nGerman:")
+        assert tr.prompt_text("Good night.").endswith("[en] Good night.\n[de]")
     finally:
         tr.close()

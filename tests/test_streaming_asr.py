@@ -81,3 +81,35 @@ def test_pauses_split_utterances_and_keep_order(tiny_engine, piper_voice):
     # the first utterance was committed during the pause, before the second one was spoken
     first_commit = next(u for u in updates if u.sentences)
     assert first_commit.audio_time < 3 + len(one) / 16000 + 3 + 0.5
+
+
+# -- hallucinated loops (found by `sotto bench soak`: after 35 minutes one decode of dots, fed back
+# through the prompt, made every later decode of real speech come out as dots, thousands of "."
+# lines a minute) ---------------------------------------------------------------------------------
+def test_a_prompt_of_dots_makes_whisper_answer_speech_with_dots_and_that_is_refused(tiny_engine, shared):
+    from core.asr.streaming import degenerate, prompt_from
+    from core.stream import Word
+
+    audio = decode_file(shared / "asr" / "mfa_cold_corpus.wav")[: 16000 * 6]
+    looped = "".join(w.text for w in tiny_engine.transcribe(audio, ". " * 60, "en").words)
+    assert degenerate(looped), looped  # the failure itself, with the real model
+    # the prompt the transcriber builds leaves bare punctuation out, so the same words give speech
+    history = [Word(i * 0.1, i * 0.1 + 0.1, " .") for i in range(60)] + [Word(7.0, 7.2, " end.")]
+    prompt = prompt_from(history, 200)
+    assert prompt == "end."
+    heard = "".join(w.text for w in tiny_engine.transcribe(audio, prompt, "en").words)
+    assert not degenerate(heard) and "purpose" in heard.lower(), heard
+
+
+@pytest.mark.parametrize("text,looping", [
+    (" . . . . . . . . . . . . . . . . . . . .", True),
+    (" and then and then and then and then and then and then and then and then", True),
+    (" So this is the sick purpose I have in cold, so I might say, I'll take it.", False),
+    (" No, no, no. I said we would meet at nine.", False),
+    ("今日はいい天気ですね。駅はどこですか？", False),
+    (" Hm.", False),
+])
+def test_degenerate_judges_loops_not_speech(text, looping):
+    from core.asr.streaming import degenerate
+
+    assert degenerate(text) is looping

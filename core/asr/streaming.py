@@ -52,6 +52,32 @@ class StreamingOptions:
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
+_SPOKEN = re.compile(r"\w")  # a word with a letter or digit in it (not bare punctuation)
+COMPRESSION_LIMIT = 2.4  # Whisper's own threshold for a looping decode (gzip ratio of its text)
+
+
+def degenerate(text: str) -> bool:
+    """Whether a decode's text is a hallucinated loop rather than speech: as repetitive as Whisper's
+    own ``compression_ratio_threshold`` refuses (``. . . . …``, the same phrase over and over), or
+    mostly bare punctuation. Found by the soak benchmark: one such decode fed back through the
+    prompt made every later decode of real speech come out as dots."""
+    import zlib
+
+    text = text.strip()
+    if len(text) < 24:
+        return False
+    words = text.split()
+    if len(words) >= 4 and sum(1 for w in words if not _SPOKEN.search(w)) > len(words) / 2:
+        return True
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) > COMPRESSION_LIMIT
+
+
+def prompt_from(words, chars: int) -> str:
+    """The prompt for the next decode: the last ``chars`` characters of the committed words, bare
+    punctuation left out (a prompt of dots makes Whisper answer real speech with dots)."""
+    text = "".join(w.text for w in words if _SPOKEN.search(w.text))
+    return text[-chars:].strip()
 MAX_PIECE_S = 5.0
 # With no line ended in the window, it is trimmed at the last committed word only beyond this
 # length: a word's end time from Whisper can run into the next words (seen with the meeting test:
@@ -83,6 +109,7 @@ class StreamingTranscriber:
         self._pending_timings = StageTimings()
         self.max_window_seconds = 0.0
         self.decodes = 0
+        self.dropped_decodes = 0  # decodes refused as hallucinated loops (see degenerate())
         self.recent_decode_seconds = 0.0  # a moving average of the model's time per decode
         self._last_words: list[Word] = []  # the last decode's words (absolute times)
         self.aborted = threading.Event()  # set by abort(): no more decoding
@@ -216,17 +243,26 @@ class StreamingTranscriber:
         self.recent_decode_seconds = (hypothesis.decode_seconds if self.decodes == 1 else
                                       0.7 * self.recent_decode_seconds + 0.3 * hypothesis.decode_seconds)
         self._new_audio = 0.0
-        self._last_words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+        words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+        if degenerate("".join(w.text for w in words)):
+            # a hallucinated loop: nothing of it is shown or committed, and the next decode starts
+            # without the prompt that may have led to it
+            logger.warning("dropped a looping decode at %.1f s: %r", offset, "".join(w.text for w in words)[:80])
+            self.dropped_decodes += 1
+            self._history.clear()
+            words = []
+        self._last_words = words
         return list(self._last_words)
 
     def _prompt(self) -> str:
-        text = "".join(w.text for w in self._history if w.end <= self.window.offset + 0.01)
-        return text[-self.options.prompt_chars:].strip()
+        return prompt_from((w for w in self._history if w.end <= self.window.offset + 0.01), self.options.prompt_chars)
 
     # -- committing ------------------------------------------------------------------
     def _commit(self, words: list[Word]) -> list[Sentence]:
         sentences = []
         for word in words:
+            if not self._sentence_words and not _SPOKEN.search(word.text):
+                continue  # a line never starts with bare punctuation (nor is one)
             if self._long_enough() and word.start - self._sentence_words[-1].end >= self.options.pause_break_s:
                 sentences += self._close_sentence()  # a pause before this word ends the line
             self._history.append(word)
