@@ -432,15 +432,11 @@ def plot(result: dict, path: Path) -> None:
 
 def write_docs(result: dict, command: str) -> None:
     """Replace the live section of docs/BENCHMARKS.md."""
-    text = DOCS.read_text(encoding="utf-8")
-    body = (f"{BEGIN}\n`{command}` — {result['recording']}"
-            f"{' (first 60 s)' if result['quick'] else ''}, target {result['target']}, {result['machine']}, "
-            f"{result['date']}.\n\n{table(result)}\n{END}")
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + body + text[text.index(END) + len(END):]
-    else:
-        text += "\n" + body + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    from .docs import write_section
+
+    write_section(BEGIN, END, f"`{command}` — {result['recording']}{' (first 60 s)' if result['quick'] else ''}, "
+                  f"target {result['target']}, {result['machine']}, {result['date']}.\n\n{table(result)}",
+                  "## Live latency: speech to screen (`sotto bench live`)")
 
 
 def main(argv: list[str] | None = None) -> int:

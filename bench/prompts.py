@@ -110,15 +110,12 @@ def table(result: dict) -> str:
 
 
 def write_docs(result: dict, command: str) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    body = (f"{BEGIN}\n`{command}` — model {result['model']}, NTREX-128 lines {result['start']}–"
-            f"{result['start'] + result['sentences'] - 1} (not in the tables below), whole sentences, greedy; "
-            f"{result['machine']}, {result['date']}.\n\n{table(result)}\n{END}")
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + body + text[text.index(END) + len(END):]
-    else:
-        text += "\n## Translation prompts for small base models (`sotto bench prompts`)\n\n" + body + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    from .docs import write_section
+
+    write_section(BEGIN, END, f"`{command}` — model {result['model']}, NTREX-128 lines {result['start']}–"
+                  f"{result['start'] + result['sentences'] - 1} (not in the tables below), whole sentences, "
+                  f"greedy; {result['machine']}, {result['date']}.\n\n{table(result)}",
+                  "## Translation prompts for small base models (`sotto bench prompts`)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,6 +73,8 @@ class LoopedSpeech:
     read, so the source holds only the decoded clips, however long the run."""
 
     def __init__(self, seconds: float, seed: int = 0) -> None:
+        from core.audio.sources import BlockQueue
+
         self.name = "looped shared recordings"
         self.seconds = seconds
         self.clips = _clips()
@@ -80,7 +82,7 @@ class LoopedSpeech:
         self.started_at = 0.0  # monotonic time of audio time 0
         self._rng = random.Random(seed)
         self._order: list[int] = []
-        self._pending: list[np.ndarray] = []
+        self._pending = BlockQueue()
         self._made = 0  # samples generated so far (pending included)
         self._pos = 0  # samples delivered
         self._next_long_pause = 15 * 60.0
@@ -110,7 +112,7 @@ class LoopedSpeech:
 
     def _make(self, n: int) -> None:
         """Generate at least ``n`` more samples: the next clip and the silence after it."""
-        while sum(len(a) for a in self._pending) < n:
+        while self._pending.size < n:
             if not self._order:
                 self._order = list(range(len(self.clips)))
                 self._rng.shuffle(self._order)
@@ -121,22 +123,13 @@ class LoopedSpeech:
             if start >= self._next_long_pause:  # a minute of silence now and then (a break in a meeting)
                 pause, self._next_long_pause = 60.0, self._next_long_pause + 15 * 60.0
             silence = np.zeros(int(pause * RATE), dtype=np.float32)
-            self._pending += [audio, silence]
+            self._pending.put(audio)
+            self._pending.put(silence)
             self._made += len(audio) + len(silence)
 
     def _take(self, n: int) -> np.ndarray:
         self._make(n)
-        out, got = [], 0
-        while got < n:
-            piece = self._pending[0]
-            if len(piece) <= n - got:
-                out.append(self._pending.pop(0))
-                got += len(piece)
-            else:
-                out.append(piece[: n - got])
-                self._pending[0] = piece[n - got:]
-                got = n
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+        return self._pending.take(n)
 
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
         """All audio up to 'now' (at least ``min_seconds``), waiting for it in real time."""
@@ -463,15 +456,12 @@ def plot(result: dict, path: Path) -> None:
 
 def write_docs(result: dict, command: str, image: str | None) -> None:
     """Replace the soak section of docs/BENCHMARKS.md."""
-    text = DOCS.read_text(encoding="utf-8")
+    from .docs import write_section
+
     pic = f"\n\n![soak]({image})" if image else ""
-    body = (f"{BEGIN}\n`{command}` — target {result['target']}, engine {result['engine']}, {result['machine']}, "
-            f"{result['date']}; one row every 10 minutes (each row: that minute's readings).\n\n{table(result)}{pic}\n{END}")
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + body + text[text.index(END) + len(END):]
-    else:
-        text += "\n## Soak: hours of captions (`sotto bench soak`)\n\n" + body + "\n"
-    DOCS.write_text(text, encoding="utf-8")
+    write_section(BEGIN, END, f"`{command}` — target {result['target']}, engine {result['engine']}, "
+                  f"{result['machine']}, {result['date']}; one row every 10 minutes (each row: that minute's "
+                  f"readings).\n\n{table(result)}{pic}", "## Soak: hours of captions (`sotto bench soak`)")
 
 
 def main(argv: list[str] | None = None) -> int:

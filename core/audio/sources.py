@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,35 @@ class AudioSource(Protocol):
     def overflows(self) -> int: ...
 
 
+class BlockQueue:
+    """Audio blocks in arrival order, taken from the front in any sizes (a file decoded block by
+    block, or audio made as it is read)."""
+
+    def __init__(self) -> None:
+        self._blocks: deque[np.ndarray] = deque()
+        self.size = 0  # samples queued
+
+    def put(self, block: np.ndarray) -> None:
+        if block.size:
+            self._blocks.append(block)
+            self.size += block.size
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` samples (fewer if fewer are queued)."""
+        out, got = [], 0
+        while got < n and self._blocks:
+            piece = self._blocks[0]
+            if piece.size <= n - got:
+                out.append(self._blocks.popleft())
+                got += piece.size
+            else:
+                out.append(piece[: n - got])
+                self._blocks[0] = piece[n - got:]
+                got = n
+        self.size -= got
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+
+
 STREAM_OVER_S = 600.0
 """Files that say they are longer than this (10 minutes) are decoded block by block as they are
 read, so hours of recording are never held in memory whole; shorter ones are decoded at once."""
@@ -63,7 +93,7 @@ class FileSource:
         declared = declared_seconds(self.path)
         self.audio: np.ndarray | None = None
         self._blocks: Iterator[np.ndarray] | None = None
-        self._pending: list[np.ndarray] = []
+        self._pending = BlockQueue()
         self._declared = declared
         if declared is not None and declared > STREAM_OVER_S:
             self._blocks = stream_file(self.path, channel)
@@ -102,30 +132,18 @@ class FileSource:
         the file ends)."""
         if self.audio is not None:
             return self.audio.shape[0] - self._pos
-        have = sum(p.size for p in self._pending)
-        while have < n and self._blocks is not None:
+        while self._pending.size < n and self._blocks is not None:
             block = next(self._blocks, None)
             if block is None:
                 self._blocks = None
                 break
-            self._pending.append(block)
-            have += block.size
-        return have
+            self._pending.put(block)
+        return self._pending.size
 
     def _take(self, n: int) -> np.ndarray:
         if self.audio is not None:
             return self.audio[self._pos:self._pos + n]
-        out, got = [], 0
-        while got < n and self._pending:
-            piece = self._pending[0]
-            if piece.size <= n - got:
-                out.append(self._pending.pop(0))
-                got += piece.size
-            else:
-                out.append(piece[: n - got])
-                self._pending[0] = piece[n - got:]
-                got = n
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+        return self._pending.take(n)
 
     def read(self, min_seconds: float, timeout: float | None = None) -> np.ndarray | None:
         """Next audio: exactly ``min_seconds`` in fast mode; all audio up to 'now' in real time."""
