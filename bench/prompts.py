@@ -45,13 +45,15 @@ _NEWS = {"de": ("Das Unternehmen teilte am Dienstag mit, dass es 500 Stellen str
          "zh": ("该公司周二表示将裁员500人。", "警方呼吁任何知情者提供线索。", "这是该队十年来首次夺得冠军。")}
 
 
-def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None) -> str:
-    """The prompt text of ``variant`` for ``source`` (English into ``lang``)."""
+def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None,
+          leave_out: int | None = None) -> str:
+    """The prompt text of ``variant`` for ``source`` (English into ``lang``); ``leave_out``: the
+    example the translator leaves out when the model gave it back instead of a translation."""
     from core.text import language_name
     from core.translate.prompts import _EXAMPLES_EN, FEW_SHOT, few_shot_prompt
 
     if variant == "codes+quote":
-        return few_shot_prompt(source, "en", lang)
+        return few_shot_prompt(source, "en", lang, leave_out)
     short = list(zip(_EXAMPLES_EN[:3], FEW_SHOT[lang][:3]))
     if variant == "codes":
         return "".join(f"[en] {e}\n[{lang}] {t}\n" for e, t in short) + f"[en] {source}\n[{lang}]"
@@ -81,7 +83,7 @@ def run(model: str, langs: list[str], start: int, n: int, variants: list[str]) -
                 outputs, previous, t0 = [], None, time.perf_counter()
                 for source in sources:
                     translator.prompt_text = (  # the variant's prompt instead of the app's
-                        lambda text, v=variant, p=previous, lg=lang: build(v, text, lg, p))
+                        lambda text, leave_out=None, v=variant, p=previous, lg=lang: build(v, text, lg, p, leave_out))
                     text = translator.translate(source).text
                     outputs.append(text)
                     previous = (source, text) if text else None

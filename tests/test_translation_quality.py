@@ -1,7 +1,7 @@
 """What users read: the shared recordings captioned and translated end to end (default settings,
 bundled models, SSBD), and every frozen translation scanned for the two failures seen in the
-bundled model's output before its prompt was changed: invented numbering ("1." turned into "2.",
-a list continued) and phrase loops ("was sie waren, was sie waren")."""
+bundled model's output: invented numbering ("1." turned into "2.", a list continued), a few-shot
+example given back instead of a translation, and phrase loops ("was sie waren, was sie waren")."""
 
 from __future__ import annotations
 
@@ -23,8 +23,14 @@ _WORD = re.compile(r"\w+")
 
 
 def invented_number(source: str, translation: str) -> bool:
-    """A digit in the translation of a source that names no number."""
-    return bool(re.search(r"\d", translation)) and not _NUMBER_WORDS.search(source)
+    """A number in the translation that the source does not have: a digit where the source names no
+    number at all, or a figure the source's figures do not include ("1." → "2.")."""
+    figures = set(re.findall(r"\d+", translation))
+    if not figures:
+        return False
+    if re.search(r"\d", source):
+        return not figures <= set(re.findall(r"\d+", source))
+    return not _NUMBER_WORDS.search(source)
 
 
 def phrase_loop(text: str, min_words: int = 2) -> str | None:
@@ -40,6 +46,7 @@ def phrase_loop(text: str, min_words: int = 2) -> str | None:
 def test_the_scan_finds_what_it_looks_for():
     assert invented_number("Sonnet one.", "2.") is False  # "one" is a number: a digit may stand for it
     assert invented_number("I am here.", "2. Ich bin hier.")
+    assert invented_number("1.", "2.") and not invented_number("1.", "1.")
     assert phrase_loop("was sie waren, was sie waren") == "was sie waren"
     assert phrase_loop("Er sagte, dass er kommt.") is None
 
@@ -66,7 +73,11 @@ def test_frozen_translations_have_no_invented_numbering_and_no_loops(recording, 
     assert lines and all(line.translation for line in lines)
     pairs = [(line.sentence.text, line.translation) for line in lines]
     print("\n".join(f"{s!r} -> {t!r}" for s, t in pairs))
+    from core.translate.prompts import FEW_SHOT
+
     numbered = [(s, t) for s, t in pairs if invented_number(s, t)]
+    echoed = [(s, t) for s, t in pairs if t.strip() in FEW_SHOT["de"]]  # an example instead of a translation
     looping = [(s, t, phrase_loop(t)) for s, t in pairs if phrase_loop(t) and not phrase_loop(s)]
     assert not numbered, numbered
+    assert not echoed, echoed
     assert not looping, looping

@@ -38,20 +38,43 @@ FEW_SHOT = {
 }
 
 
-def few_shot_prompt(source: str, source_lang: str, target_lang: str) -> str:
+def few_shot_prompt(source: str, source_lang: str, target_lang: str, leave_out: int | None = None) -> str:
     """A few-shot prompt ending where the model writes the translation (stops at a newline).
 
     Each pair is two lines tagged with language codes in brackets (``[en] …`` / ``[de] …``): read
     as a parallel text, not as a list or a dialogue to continue. On NTREX-128 lines kept out of
     the benchmark tables this gave the bundled 270M model chrF 33.2 instead of 29.0 in German
     (9.6 instead of 7.3 in Japanese, 7.9 instead of 7.3 in Chinese) against the earlier
-    ``English: …`` / ``German: …`` pairs; see ``sotto bench prompts`` and docs/BENCHMARKS.md."""
+    ``English: …`` / ``German: …`` pairs; see ``sotto bench prompts`` and docs/BENCHMARKS.md.
+    ``leave_out``: the index of an example to leave out (one the model repeated instead of
+    translating, see :func:`echoed_example`)."""
     lines = []
     if source_lang == "en" and target_lang in FEW_SHOT:
-        for en, tr in zip(_EXAMPLES_EN, FEW_SHOT[target_lang]):
+        for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang])):
+            if i == leave_out:
+                continue
             lines.append(f"[{source_lang}] {en}\n[{target_lang}] {tr}\n")
     lines.append(f"[{source_lang}] {source}\n[{target_lang}]")
     return "".join(lines)
+
+
+def echoed_example(text: str, source: str, source_lang: str, target_lang: str) -> int | None:
+    """The index of the few-shot example whose translation ``text`` repeats although ``source`` is not
+    that example (a small base model sometimes answers with an example instead of translating:
+    "Making a famine where abundance lies …" came out as the quoted-speech example), else None."""
+    if source_lang != "en" or target_lang not in FEW_SHOT:
+        return None
+    said = text.strip()
+    for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang])):
+        if said == tr and source.strip() != en:
+            return i
+    return None
+
+
+def needs_no_translation(source: str) -> bool:
+    """A source without a letter (a number, "1.", punctuation) is shown as it is: asked to translate
+    "1." the bundled model wrote "2.", continuing what it took for a list."""
+    return not any(ch.isalpha() for ch in source)
 
 
 def chat_messages(source: str, source_lang: str, target_lang: str) -> list[dict[str, str]]:

@@ -20,7 +20,7 @@ from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import common_prefix_len, joiner
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
-from .prompts import chat_messages, few_shot_prompt
+from .prompts import chat_messages, echoed_example, few_shot_prompt, needs_no_translation
 
 
 @dataclass
@@ -190,18 +190,19 @@ class LlamaTranslator:
             )
         return formatter
 
-    def prompt_text(self, source: str) -> str:
-        """The full prompt for ``source`` (the translation is generated after it)."""
+    def prompt_text(self, source: str, leave_out: int | None = None) -> str:
+        """The full prompt for ``source`` (the translation is generated after it); ``leave_out``: a
+        few-shot example to leave out."""
         opts = self.options
         if self.style == "chat":
             assert self._chat_formatter is not None
             result = self._chat_formatter(messages=chat_messages(source, opts.source_lang, opts.target_lang))
             return result.prompt
-        return few_shot_prompt(source, opts.source_lang, opts.target_lang)
+        return few_shot_prompt(source, opts.source_lang, opts.target_lang, leave_out)
 
-    def prompt_tokens(self, source: str) -> list[int]:
+    def prompt_tokens(self, source: str, leave_out: int | None = None) -> list[int]:
         """Tokens of the prompt for ``source`` (with BOS)."""
-        text = self.prompt_text(source)
+        text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
         tokens = self.runner.tokenize(text, add_bos=True)
         bos = self.runner.bos
         if len(tokens) > 1 and tokens[0] == bos and tokens[1] == bos:  # chat templates often add BOS themselves
@@ -222,7 +223,23 @@ class LlamaTranslator:
         source = " ".join(source.encode("utf-8", "replace").decode("utf-8").split())
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
-        prompt = self.prompt_tokens(source)
+        if needs_no_translation(source):  # "1.", "2024", "…": shown as it is (the draft is its tokens)
+            return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
+        result = self._translate(source, draft, final)
+        opts = self.options
+        if self.style == "few-shot":
+            echoed = echoed_example(result.text, source, opts.source_lang, opts.target_lang)
+            if echoed is not None:  # it repeated an example: once more without that example in view
+                logger.info("translation of %r repeated example %d; translating again without it", source, echoed)
+                again = self._translate(source, draft, final, leave_out=echoed)
+                again.seconds += result.seconds
+                again.evaluated_tokens += result.evaluated_tokens
+                result = again
+        return result
+
+    def _translate(self, source: str, draft: list[int] | None, final: bool,
+                   leave_out: int | None = None) -> TranslationResult:
+        prompt = self.prompt_tokens(source, leave_out)
         budget = self.runner.n_ctx - len(prompt)
         max_new = min(self.options.max_new_tokens, 2 * len(self.runner.tokenize(source)) + 16)
         if budget < max_new + 1:
