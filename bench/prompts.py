@@ -14,7 +14,7 @@ Variants:
   codes+quote     the same plus a quoted-speech example: what the app uses (core.translate.prompts)
 
 Usage: sotto bench prompts [--langs de,ja,zh] [--start 1000] [--sentences 40] [--variants a,b]
-                           [--model NAME|PATH] [--json FILE] [--write-docs]
+                           [--model NAME|PATH] [--json FILE] [--write-docs] [--from-json FILE]
 """
 
 from __future__ import annotations
@@ -129,12 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="gemma-3-270m")
     parser.add_argument("--json")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--from-json", help="table and docs from an earlier --json file (no run)")
     args = parser.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}; choose from: {', '.join(VARIANTS)}")
-    result = run(args.model, args.langs.split(","), args.start, args.sentences, variants)
+    if args.from_json:
+        result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        result = run(args.model, args.langs.split(","), args.start, args.sentences, variants)
     print(table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -15,8 +15,10 @@ from core.settings import Settings
 
 pytestmark = pytest.mark.slow
 
-RECORDINGS = ("asr/librivox_shakespeare_sonnet001.wav", "asr/librivox_sense_and_sensibility_01_austen_64kb-0870.wav",
-              "asr/mfa_cold_corpus.wav", "asr/librispeech_1089-134686-0000.flac")
+# a reading with a numbered heading ("1.") and old English, and spontaneous speech (two are enough to
+# keep the suite's time; all four below passed when the guards were added)
+RECORDINGS = ("asr/librivox_shakespeare_sonnet001.wav", "asr/mfa_cold_corpus.wav")
+# also passed: asr/librivox_sense_and_sensibility_01_austen_64kb-0870.wav, asr/librispeech_1089-134686-0000.flac
 _NUMBER_WORDS = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|"
                            r"thousand|first|second|third|fourth|fifth|once|twice)\b", re.I)
 _WORD = re.compile(r"\w+")
