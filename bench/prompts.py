@@ -115,7 +115,7 @@ def write_docs(result: dict, command: str) -> None:
     from .docs import write_section
 
     write_section(BEGIN, END, f"`{command}` — model {result['model']}, NTREX-128 lines {result['start']}–"
-                  f"{result['start'] + result['sentences'] - 1} (not in the tables below), whole sentences, "
+                  f"{result['start'] + result['sentences'] - 1} (not in the SSBD tables), whole sentences, "
                   f"greedy; {result['machine']}, {result['date']}.\n\n{table(result)}",
                   "## Translation prompts for small base models (`sotto bench prompts`)")
 

@@ -237,6 +237,7 @@ def verdict(rows: list[dict], warmup: float) -> dict:
         "rss_median_mb": round(base, 1) if base else None,
         "rss_min_mb": min(rss) if rss else None, "rss_max_mb": max(rss) if rss else None,
         "rss_band": round(max(abs(v / base - 1) for v in rss), 4) if rss and base else None,
+        "rss_slope_mb_per_hour": _slope_per_hour([r["minute"] for r in after], rss),
         "lag_slope_s_per_hour": _slope_per_hour(minutes, [r["lag_p50"] for r in rows]),
         "lag_max_slope_s_per_hour": _slope_per_hour(minutes, [r["lag_max"] for r in rows]),
         "latency_slope_s_per_hour": _slope_per_hour(minutes, [r["latency_p50"] for r in rows]),
@@ -368,7 +369,8 @@ def table(result: dict, every_minutes: int = 10) -> str:
     ok = {True: "yes", False: "**no**"}
     out += ["", f"After the {v.get('warmup_minutes')}-minute warm-up: resident memory {f(v.get('rss_min_mb'), 0)}–"
             f"{f(v.get('rss_max_mb'), 0)} MB, at most {100 * (v.get('rss_band') or 0):.1f}% from their median "
-            f"{f(v.get('rss_median_mb'), 0)} MB (within ±5%: {ok[bool(v.get('rss_flat'))]}); threads "
+            f"{f(v.get('rss_median_mb'), 0)} MB (within ±5%: {ok[bool(v.get('rss_flat'))]}), trend "
+            f"{f(v.get('rss_slope_mb_per_hour'), 1)} MB per hour; threads "
             f"{v.get('threads')} (no growth: {ok[bool(v.get('threads_flat'))]}); descriptors {v.get('descriptors')} "
             f"(no growth: {ok[bool(v.get('descriptors_flat'))]}). Slopes over the run, seconds per hour: lag "
             f"{f(v.get('lag_slope_s_per_hour'), 3)} (its per-minute maximum {f(v.get('lag_max_slope_s_per_hour'), 3)}), "
