@@ -87,6 +87,19 @@ def test_strict_srt_parser_accepts_what_to_srt_writes_and_refuses_damage():
             parse_srt(bad.encode())
 
 
+def _kill_9(proc: subprocess.Popen) -> None:
+    """kill -9 a running child and see that the signal is what ended it."""
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(10) == -signal.SIGKILL
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """End a child a failed test left running."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 # -- 1. crash safety of `sotto caption` ------------------------------------------------------------
 def _kill_mid_session(shared: Path, out: Path, delay: float) -> tuple[float, float]:
     """Run ``sotto caption RECORDING --realtime --target de --out OUT``, wait for its first cue in
@@ -113,12 +126,9 @@ def _kill_mid_session(shared: Path, out: Path, delay: float) -> tuple[float, flo
         time.sleep(delay)
         t_kill = time.monotonic() - t0
         assert proc.poll() is None, f"the session ended ({proc.returncode}) before the kill at {t_kill:.1f} s"
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait(10) == -signal.SIGKILL
+        _kill_9(proc)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
         log.close()
     return t_first, t_kill
 
@@ -230,12 +240,9 @@ def _kill_at_random(start, started, rng: random.Random, latest: float, what: str
         wait_for(lambda: started() or proc.poll() is not None, 20, what)
         time.sleep(moment)  # the random moment itself: the child writes all the time
         assert proc.poll() is None, proc.stderr.read()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        _kill_9(proc)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     return moment
 
 
@@ -678,12 +685,9 @@ def test_kill_9_of_the_desktop_app_keeps_every_committed_sentence_and_history_op
             time.sleep(delay)
             assert proc.poll() is None, f"the session ended before the kill:\n{out.read_text()[-3000:]}"
             shown = committed()  # read before the kill: all of these were journalled first
-            proc.send_signal(signal.SIGKILL)
-            assert proc.wait(10) == -signal.SIGKILL
+            _kill_9(proc)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
     when = f"app killed {delay:.2f} s after its first finished line ({len(shown)} shown)"
     print(when)
     sessions = [p for p in (tmp_path / "data" / "history").iterdir() if p.is_dir()]
