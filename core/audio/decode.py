@@ -144,6 +144,10 @@ def stream_file(path: str | Path, channel: str = "mix", block_s: float = 30.0) -
     if not done:
         raise AudioError(f"Could not read audio from {path}: the file is corrupt or not in an audio format Sotto "
                          "understands (no sound could be decoded from it).")
+    declared = _declared_seconds(path)
+    if declared is not None and declared - done / SAMPLE_RATE > max(0.5, 0.05 * declared):
+        logger.warning("%s is cut off: %.1f s of %.1f s could be read; captioned what is there",
+                       path, done / SAMPLE_RATE, declared)
 
 
 def _check_truncation(path: Path, decoded_s: float) -> None:
