@@ -151,14 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_desktop_entry)
 
-    p = sub.add_parser("models", help="list, prepare, download or check models")
-    p.add_argument("action", nargs="?", choices=("list", "prepare", "get", "path", "verify", "remove"))
+    p = sub.add_parser("models", help="list, prepare, download or check models; advise: which translation model "
+                                        "suits this machine (measured)")
+    p.add_argument("action", nargs="?", choices=("list", "prepare", "get", "path", "verify", "remove", "advise"))
     p.add_argument("name", nargs="?")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=commands.models)
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
-    p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "soak"))
+    p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "soak", "bias"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

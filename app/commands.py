@@ -12,7 +12,18 @@ from core.errors import SottoError
 from .terminal import EXIT_INTERRUPTED, status_printer
 
 
+def _print_advice(advice) -> None:
+    print(f"\nAdvised translation model for this machine: {advice.model}. {advice.reason}")
+    print(f"  Languages: {advice.languages}.")
+    if advice.model != "gemma-3-270m":
+        print(f"  Get it with `sotto models get {advice.model}`, then `sotto settings set translation.model "
+              f"{advice.model}` (or choose it in Settings › Models).")
+    if not advice.measured:
+        print("  (Speeds estimated from the core count; `sotto models advise` measures them.)")
+
+
 def models(args: argparse.Namespace) -> int:
+    from core.models.advice import BUNDLED, advise, measure_bundled, record_speed, this_machine
     from core.models.store import ModelStore, human_size
 
     store = ModelStore()
@@ -24,6 +35,19 @@ def models(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"{r.name.ljust(width)}  {r.kind:11}  {human_size(r.size):>8}  {r.state_words}")
         print(f"\nStore: {store.root}")
+        _print_advice(advise())
+        return 0
+    if action == "advise":
+        path = store.resolve(BUNDLED, status_printer(args.quiet))
+        if not args.quiet:
+            print("Measuring how fast this machine translates with the bundled model…", file=sys.stderr)
+        tokens, seconds = measure_bundled(path)
+        record_speed(BUNDLED, tokens, seconds)
+        machine = this_machine()
+        print(f"This machine: {human_size(machine.memory_bytes)} of memory, {machine.cores} CPU cores, "
+              f"translation on {machine.accelerator or 'the CPU'}; the bundled model translates "
+              f"{tokens / seconds:.0f} tokens/s here.")
+        _print_advice(advise(machine))
         return 0
     if action == "prepare":
         names = store.prepare_all_bundled(status_printer(args.quiet))

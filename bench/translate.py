@@ -46,6 +46,9 @@ class Config:
     reuse: bool = False
     draft_mask_k: int = 0
     display_mask_k: int = 0
+    bias_final: bool = True
+    bias_floor: float = 0.0
+    bias_holdback: int | None = None
 
 
 @dataclass
@@ -82,6 +85,7 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
 
     opts = translator.options
     opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
+    opts.bias_final, opts.bias_floor, opts.bias_holdback = config.bias_final, config.bias_floor, config.bias_holdback
     run = Run(config)
     for sentence in sources:
         draft: list[int] = []
@@ -90,7 +94,9 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
         t_sentence = 0.0
         steps = prefixes(sentence)
         for i, prefix in enumerate(steps):
-            result = translator.translate(prefix, draft)
+            # the last prefix is the whole sentence: translated as a finished one, as the app does
+            result = translator.translate(prefix, draft, final=i == len(steps) - 1,
+                                          draft_source=steps[i - 1] if i else None)
             draft = result.tokens
             t_sentence += result.seconds
             run.output_tokens += len(result.tokens)

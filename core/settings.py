@@ -22,7 +22,9 @@ from .errors import SettingsError
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
-SETTINGS_VERSION = 4
+SETTINGS_VERSION = 5
+# where SSBD's bias applies (core.translate.translator.bias_rules; measured by `sotto bench bias`)
+BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
 # app's caption window) and ``audio.source``; 3 — adds ``overlay.speakers`` (whose captions a
 # meeting shows); 4 — adds ``asr.clause_min_words`` and ``asr.max_line_words`` and retunes
@@ -89,9 +91,11 @@ class TranslationSettings:
     model: str = "gemma-3-270m"
     engine: str = field(default="ssbd", metadata=_choices("ssbd", "ar"))
     beta: float = field(default=0.2, metadata=_range(0.0, 1.0))
+    # where β applies: final-exact = the unfinished line only (a finished sentence is exactly greedy)
+    bias_scope: str = field(default="final-exact", metadata=_choices(*BIAS_SCOPES))
     reuse_prefix: bool = True
     prompt_style: str = field(default="auto", metadata=_choices("auto", "few-shot", "chat"))
-    n_gpu_layers: int = field(default=0, metadata=_range(-1, 999))
+    n_gpu_layers: int = field(default=-1, metadata=_range(-1, 999))  # all (a CPU-only build ignores it)
     n_threads: int = field(default=0, metadata=_range(0, 256))
 
 
@@ -246,7 +250,8 @@ def check_combination(settings: Settings) -> None:
 
 
 # Defaults changed by a version: {version: {key: the default before it}}.
-_RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0}}
+_RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0},
+                                       5: {"translation.n_gpu_layers": 0}}
 
 
 def settings_path() -> Path:

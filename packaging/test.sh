@@ -8,4 +8,4 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export SOTTO_MODELS_DIR=${SOTTO_MODELS_DIR:-$ROOT/.cache/models}
 export QT_QPA_PLATFORM=offscreen
-exec .venv/bin/python -m pytest -ra "$@"
+exec .venv/bin/python -m pytest -ra --durations=25 "$@"

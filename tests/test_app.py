@@ -140,6 +140,14 @@ def test_beta_change_in_settings_reaches_the_translator(qtbot, controller):
     assert translator.options.beta == 0.0 and load_settings().translation.beta == 0.0
     result = translator.translate("Good morning, everyone.", draft)
     assert result.accepted_tokens < len(draft)
+    # where β applies reaches it too: with "final-exact" (the default) a finished sentence ignores β = 1
+    qtbot.keyClick(panel.beta, Qt.Key.Key_End)
+    assert translator.options.bias_final is False, "the default scope: finished sentences are exact"
+    final = translator.translate("Good morning, everyone.", draft, final=True)
+    assert final.accepted_tokens < len(draft) and final.text == translator.translate("Good morning, everyone.").text
+    panel.bias_scope.setCurrentIndex(panel.bias_scope.findData("paper"))
+    assert translator.options.bias_final is True and load_settings().translation.bias_scope == "paper"
+    assert translator.translate("Good morning, everyone.", draft, final=True).accepted_tokens == len(draft)
     # the engine choice reaches it too: plain re-translation means no bias at all
     panel.engine.setCurrentIndex(panel.engine.findData("ar"))
     assert translator.options.beta is None

@@ -51,8 +51,9 @@ def test_caption_jfk_to_german_writes_four_files(shared, tmp_path: Path):
     srt = (out / "source.srt").read_text()
     assert "-->" in srt and "country" in srt.lower()
     assert (out / "translation.srt").read_text().count("-->") == srt.count("-->")
-    # the live display printed finished lines and their translations
+    # the live display printed finished lines and their translations, and said which model translated
     assert "country" in proc.stdout.lower()
+    assert proc.stdout.count("Translations by gemma-3-270m, the small bundled model") == 1, proc.stdout
 
 
 def test_caption_without_translation(shared, tmp_path: Path):

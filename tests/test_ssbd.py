@@ -10,6 +10,7 @@ from conftest import use_knobs
 from bench.translate import Config, identity, prefixes, run_config
 from core.stream import Sentence
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
+from core.translate.translator import bias_rules, bias_span
 
 TIE_GAP = 1e-3  # a divergence counts as a floating-point near-tie only below this top-2 logit gap
 
@@ -103,6 +104,49 @@ def test_streaming_translator_drafts_from_previous_translation(tr, ntrex):
     assert update.frozen and update.frozen[0].text
     assert st.draft_tokens > 0 and 0 < st.accepted_tokens <= st.draft_tokens
     assert st.accepted_tokens <= st.output_tokens
+    use_knobs(tr)
+
+
+def test_bias_scopes_at_beta_zero_are_greedy_and_final_exact_freezes_greedy(tr, ntrex):
+    """Every bias scope keeps β = 0 exactly greedy; with "final-exact" at β = 0.2 every finished
+    sentence's translation is greedy decoding's, token for token, while the partial lines are
+    biased (their drafts are accepted more than at β = 0)."""
+    sources = ntrex[4:6]
+    ar = run_config(use_knobs(tr), Config("ar", None, reuse=True), sources, "de")
+    zeros = {}
+    for scope in ("final-exact", "floor-0.1", "holdback-1+final-exact"):
+        rules = bias_rules(scope)
+        zero = zeros[scope] = run_config(tr, Config(scope, 0.0, reuse=True, **rules), sources, "de")
+        report = identity(ar, zero, TIE_GAP)
+        for d in report["divergences"]:
+            print(f"β=0 {scope}: update {d['update']} diverges at token {d['position']}, top-2 gap {d['top2_gap']}")
+        assert all(d["near_tie"] for d in report["divergences"]), (scope, report["divergences"])
+    exact = run_config(tr, Config("final-exact", 0.2, reuse=True, **bias_rules("final-exact")), sources, "de")
+    ends = [sum(len(prefixes(s)) for s in sources[:i + 1]) - 1 for i in range(len(sources))]
+    for end in ends:
+        assert exact.outputs[end] == ar.outputs[end], f"finished sentence {end}: not greedy decoding's"
+    assert exact.finals == ar.finals
+    assert exact.accepted_tokens > zeros["final-exact"].accepted_tokens, "the partial lines were biased"
+    use_knobs(tr)
+
+
+def test_holdback_biases_only_the_shared_source_words():
+    assert bias_span("the council met on", "the council met", 12, None) == 12, "no holdback: all of it"
+    assert bias_span("the council met on", "the council met", 12, 1) == 8  # 2 of 3 words kept
+    assert bias_span("The council, met on", "the council met", 12, 0) == 12  # case and punctuation aside
+    assert bias_span("a council met on", "the council met", 12, 0) == 0, "the first word changed"
+    assert bias_span("the council met on", None, 12, 1) == 0, "unknown draft source: no bias"
+    assert bias_span("the council met on", "the council met", 0, 1) == 0
+
+
+def test_holdback_leaves_the_tail_of_the_draft_unbiased(tr):
+    source = "The government announced new rules for schools on Monday."
+    junk = use_knobs(tr).translate("Das ist ein ganz anderer Satz über das Wetter.").tokens
+    whole = use_knobs(tr, beta=1.0).translate(source, junk, draft_source=source)
+    assert whole.accepted_tokens == len(junk), "β = 1 over the whole draft"
+    held = use_knobs(tr, beta=1.0, scope="holdback-3").translate(source, junk, draft_source=source)
+    words = len(source.split())
+    assert held.accepted_tokens == round(len(junk) * (words - 3) / words), "the last 3 words' share is checked at β = 0"
     use_knobs(tr)
 
 

@@ -18,6 +18,7 @@ from core.audio.loopback import list_output_devices, system_audio_unavailable
 from core.audio.sources import is_live, list_input_devices
 from core.compute import cuda_available
 from core.errors import SottoError
+from core.models.advice import advise
 from core.models.store import ModelStore, check_reference
 from core.session.service import IDLE, CaptionService
 from core.settings import Settings, check_combination, save_settings, settings_path
@@ -50,6 +51,7 @@ class SettingsController(QObject):
         self.store = store
         self.downloads = downloads
         self.panel: SettingsPanel | None = None
+        self._use_when_downloaded: str | None = None  # the advised model, used once its download ends
         self._levels: list[LevelMonitor] = []
         self._meter_on = False
         self._level_signals = _LevelSignals()
@@ -95,6 +97,7 @@ class SettingsController(QObject):
         self.applied.emit(key, new)
         if key in _MODEL_KINDS:
             self._refresh_models()
+            self._show_advice()
         if key in ("asr.engine", "asr.calibrate") and self.panel is not None:
             self.panel.load(new)  # shows the rows of the chosen engine
         if key in ("audio.device", "audio.source") and self._meter_on:
@@ -139,7 +142,31 @@ class SettingsController(QObject):
         panel.download_requested.connect(self.start_download)
         panel.cancel_download.connect(self.downloads.cancel)
         panel.meter_wanted.connect(self._meter)
+        panel.advice_accepted.connect(self.use_advised)
+        self.panel = panel
+        self._show_advice()
         return panel
+
+    # -- model advice --------------------------------------------------------------------------------------
+    def _show_advice(self) -> None:
+        if self.panel is None:
+            return
+        try:
+            advice = advise()
+        except Exception:  # advice is a courtesy: a failed probe must not cost the panel
+            logger.exception("model advice failed")
+            return
+        ready = not self.store.status(advice.model).downloadable
+        self.panel.show_advice(advice.model, advice.reason, advice.languages,
+                               self.settings.translation.model == advice.model, ready)
+
+    def use_advised(self, name: str) -> None:
+        """Use translation model ``name``, downloading it first (with progress) if needed."""
+        if self.store.status(name).downloadable:
+            self._use_when_downloaded = name
+            self.start_download(name)
+        elif self.apply("translation.model", name) and self.panel is not None:
+            self.panel.load(self.settings)  # the picker shows it
 
     def close(self) -> None:
         """Close the panel if it was opened."""
@@ -164,6 +191,13 @@ class SettingsController(QObject):
         if self.panel is not None:
             self.panel.end_download(name)
         self._refresh_models()
+        if name == self._use_when_downloaded:
+            self._use_when_downloaded = None
+            if self.apply("translation.model", name):
+                if self.panel is not None:
+                    self.panel.load(self.settings)  # the picker shows it
+                self._answer(True, f"{name} is downloaded, checked and in use.")
+            return
         self._answer(True, f"{name} is downloaded and checked.")
 
     def _on_download_failed(self, name: str, message: str) -> None:

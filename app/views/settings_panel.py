@@ -117,6 +117,7 @@ class SettingsPanel(QDialog):
     change_requested = Signal(str, object)  # key, value
     download_requested = Signal(str)  # model name
     cancel_download = Signal(str)
+    advice_accepted = Signal(str)  # the advised translation model: download it if needed, then use it
     meter_wanted = Signal(bool)  # the Audio tab is shown / hidden
 
     def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
@@ -161,6 +162,12 @@ class SettingsPanel(QDialog):
         help_label = QLabel(BETA_HELP)
         help_label.setWordWrap(True)
         form.addRow("", help_label)
+        self.bias_scope = _combo([
+            ("final-exact", "The unfinished line only: finished sentences exactly as plain decoding"),
+            ("paper", "Every update, finished sentences too (as in the SSBD paper)"),
+            ("holdback-1", "Only what translates words both updates share, less the last one"),
+            ("holdback-1+final-exact", "Shared words only, and finished sentences exact")])
+        form.addRow("β applies to", self.bias_scope)
         self.engine = _combo([("ssbd", "Self-speculative (SSBD, uses β)"), ("ar", "Plain re-translation")])
         form.addRow("Translation engine", self.engine)
         self.mask_k = QSpinBox()
@@ -176,6 +183,8 @@ class SettingsPanel(QDialog):
         self.beta.actionTriggered.connect(self._beta_action)
         self.engine.currentIndexChanged.connect(
             lambda: self.change_requested.emit("translation.engine", self.engine.currentData()))
+        self.bias_scope.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("translation.bias_scope", self.bias_scope.currentData()))
         self.mask_k.valueChanged.connect(lambda v: self.change_requested.emit("captions.mask_k", v))
         self.mask_mode.currentIndexChanged.connect(
             lambda: self.change_requested.emit("captions.mask_mode", self.mask_mode.currentData()))
@@ -237,6 +246,17 @@ class SettingsPanel(QDialog):
         form.addRow("", spec_note)
         self._spec_note = spec_note
         form.addRow("Translation model", self.translation_model)
+        self.advice = QLabel()
+        self.advice.setObjectName("modelAdvice")
+        self.advice.setWordWrap(True)
+        self.use_advised = QPushButton("Use it")
+        self.use_advised.setVisible(False)
+        advice_row = QHBoxLayout()
+        advice_row.addWidget(self.advice, 1)
+        advice_row.addWidget(self.use_advised)
+        form.addRow("For this machine", advice_row)
+        self._advised = ""
+        self.use_advised.clicked.connect(lambda: self.advice_accepted.emit(self._advised))
         self.asr_engine.currentIndexChanged.connect(
             lambda: self.change_requested.emit("asr.engine", self.asr_engine.currentData()))
         self.draft_threshold.valueChanged.connect(lambda v: self.draft_threshold_value.setText(f"{v / 100:.2f}"))
@@ -387,6 +407,7 @@ class SettingsPanel(QDialog):
             _select(self.engine, settings.translation.engine)
             self.mask_k.setValue(settings.captions.mask_k)
             _select(self.mask_mode, settings.captions.mask_mode)
+            _select(self.bias_scope, settings.translation.bias_scope)
             _select(self.spoken, settings.asr.language)
             _select(self.target, settings.translation.target)
             _select(self.asr_model.combo, settings.asr.model)
@@ -429,6 +450,13 @@ class SettingsPanel(QDialog):
             for widget in self.findChildren(QWidget):
                 widget.blockSignals(False)
         self.show_model_status(self._models)
+
+    def show_advice(self, model: str, reason: str, languages: str, in_use: bool, ready: bool) -> None:
+        """Which translation model suits this machine, and why; a button to get and use it."""
+        self._advised = model
+        self.advice.setText(f"<b>{model}</b>{' (in use)' if in_use else ''}: {reason} Languages: {languages}.")
+        self.use_advised.setText("Use it" if ready else "Download and use it")
+        self.use_advised.setVisible(not in_use)
 
     def show_model_status(self, statuses: dict[str, ModelStatus]) -> None:
         """Refresh the models' state and size."""

@@ -159,18 +159,21 @@ for _name, _repo, _size, _desc, _multi in (
     ("whisper-medium.en", "Systran/faster-whisper-medium.en", 1_530_000_000, "Whisper medium.en (English only, verifier)", False),
 ):
     _register(_ct2_whisper(_name, _repo, _size, _desc, _multi))
-_register(
-    ModelSpec(
-        name="qwen2.5-1.5b-instruct",
-        kind="gguf",
-        description="Qwen2.5 1.5B Instruct, Q4_K_M GGUF (chat translation, better quality)",
-        approx_size=1_120_000_000,
-        hub_repo="Qwen/Qwen2.5-1.5B-Instruct-GGUF",
-        files=(ModelFile("qwen2.5-1.5b-instruct-q4_k_m.gguf"),),
-        extra={"prompt_style": "chat"},
+for _size_b, _bytes, _desc in (
+    ("1.5b", 1_120_000_000, "better quality"),
+    ("3b", 2_100_000_000, "best quality; wants a GPU"),
+):
+    _register(
+        ModelSpec(
+            name=f"qwen2.5-{_size_b}-instruct",
+            kind="gguf",
+            description=f"Qwen2.5 {_size_b.upper()} Instruct, Q4_K_M GGUF (chat translation, {_desc})",
+            approx_size=_bytes,
+            hub_repo=f"Qwen/Qwen2.5-{_size_b.upper()}-Instruct-GGUF",
+            files=(ModelFile(f"qwen2.5-{_size_b}-instruct-q4_k_m.gguf"),),
+            extra={"prompt_style": "chat"},
+        )
     )
-)
-
 
 def get_spec(name: str) -> ModelSpec | None:
     """The spec for a catalogue name, or None."""

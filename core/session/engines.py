@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..asr.engine import ASREngine, FasterWhisperEngine
 from ..models.store import ModelStore, StatusCallback
 from ..settings import Settings
-from ..translate.translator import LlamaTranslator, TranslatorOptions
+from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rules
 
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
@@ -24,10 +24,11 @@ def translator_key(settings: Settings) -> tuple:
     return (settings.asr.language, *(getattr(settings.translation, name) for name in TRANSLATOR_KEYS))
 
 
-def translator_knobs(settings: Settings) -> tuple[float | None, int]:
-    """The translator's live knobs: β (None for plain re-translation) and the in-draft mask-k."""
+def translator_knobs(settings: Settings) -> tuple[float | None, int, str]:
+    """The translator's live knobs: β (None for plain re-translation), the in-draft mask-k and
+    where β applies."""
     tr, cap = settings.translation, settings.captions
-    return (tr.beta if tr.engine == "ssbd" else None), (cap.mask_k if cap.mask_mode == "draft" else 0)
+    return (tr.beta if tr.engine == "ssbd" else None), (cap.mask_k if cap.mask_mode == "draft" else 0), tr.bias_scope
 
 
 def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCallback | None = None) -> ASREngine:
@@ -70,7 +71,7 @@ def create_translator(
     spec = get_spec(tr.model)
     if style == "auto" and spec is not None and "prompt_style" in spec.extra:
         style = spec.extra["prompt_style"]
-    beta, draft_mask_k = translator_knobs(settings)
+    beta, draft_mask_k, bias_scope = translator_knobs(settings)
     options = TranslatorOptions(
         source_lang=settings.asr.language,
         target_lang=tr.target,
@@ -80,5 +81,6 @@ def create_translator(
         beta=beta,
         reuse_prefix=tr.reuse_prefix,
         draft_mask_k=draft_mask_k,
+        **bias_rules(bias_scope),
     )
     return LlamaTranslator(path, options)

@@ -87,6 +87,24 @@ def _translation_mask_k(settings: Settings) -> int | None:
     return 0 if settings.captions.mask_mode == "draft" else None
 
 
+def model_note(model: str) -> str:
+    """What the first translation of a session says about its model (and a better one, where advised)."""
+    from ..models.advice import BUNDLED, advise
+
+    if model.lower().endswith(".gguf"):  # a local file: its name
+        model = Path(model).name
+    note = f"Translations by {model}."
+    if model == BUNDLED:
+        try:
+            advised = advise().model
+        except Exception:  # advice is a courtesy
+            logger.exception("model advice failed")
+            advised = BUNDLED
+        note = f"Translations by {model}, the small bundled model" + (
+            f"; {advised} translates better on this machine (Settings › Models)." if advised != BUNDLED else ".")
+    return note
+
+
 def streaming_options(settings: Settings) -> StreamingOptions:
     """The streaming transcriber's options from settings."""
     asr = settings.asr
@@ -131,6 +149,7 @@ class CaptionPipeline:
         self._t0 = 0.0
         self._errors: list[str] = []
         self._translation_failed = False
+        self._model_told = False  # the first translation says which model made it
         self.journal: CaptionJournal | None = None
         self._translation: TranslationWorker | InlineTranslation | None = None
         self._streaming_translator: StreamingTranslator | None = None
@@ -348,6 +367,9 @@ class CaptionPipeline:
         return dataclasses.replace(update, sentences=sentences, speaker=stream.speaker)
 
     def _on_translation(self, update: TranslationUpdate) -> None:
+        if not self._model_told and (update.partial_translation or any(f.text for f in update.frozen)):
+            self._model_told = True
+            self.listener.on_message("info", model_note(self.settings.translation.model))
         now = self._now()
         with self._lock:
             self.stats.on_translation(now, update)

@@ -14,7 +14,8 @@ class TranslationEngine(Protocol):
 
     name: str
 
-    def translate(self, source: str, draft: list[int] | None = None, final: bool = False) -> TranslationResult: ...
+    def translate(self, source: str, draft: list[int] | None = None, final: bool = False,
+                  draft_source: str | None = None) -> TranslationResult: ...
 
     def interrupt(self) -> None: ...
 
@@ -47,8 +48,9 @@ class StreamingTranslator:
         self.accepted_tokens = 0
         self.output_tokens = 0
 
-    def _run(self, source: str, draft: list[int], final: bool = False) -> TranslationResult:
-        result = self.engine.translate(source, draft, final=final)
+    def _run(self, source: str, state: _PartialState, final: bool = False) -> TranslationResult:
+        """Translate ``source`` with ``state``'s last translation as the draft (and its source)."""
+        result = self.engine.translate(source, state.draft, final=final, draft_source=state.source)
         self.calls += 1
         self.draft_tokens += result.draft_tokens
         self.accepted_tokens += result.accepted_tokens
@@ -75,22 +77,22 @@ class StreamingTranslator:
         seconds = 0.0  # model time, without waits for the compute gate
         for sentence in sentences:
             state = self._state(sentence.speaker)
-            result = self._run(sentence.text, state.draft, final=True)
+            result = self._run(sentence.text, state, final=True)
             state.draft = []  # the next sentence starts without a draft
             seconds += result.seconds
             frozen.append(FrozenTranslation(sentence, result.text))
         state = self._state(speaker)
         partial_changed = partial_source != state.source
         if partial_changed:
-            state.source = partial_source
             if partial_source:
-                result = self._run(partial_source, state.draft)
+                result = self._run(partial_source, state)
                 state.draft = result.tokens
                 state.translation = result.text
                 seconds += result.seconds
             else:
                 state.translation = ""
                 state.draft = []
+            state.source = partial_source
         if not frozen and not partial_changed:
             return None
         return TranslationUpdate(frozen, partial_source, state.translation, audio_time, seconds, speaker)

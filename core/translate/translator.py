@@ -37,6 +37,11 @@ class TranslatorOptions:
     beta: float | None = None  # None: plain greedy (AR); a number: SSBD with this bias
     reuse_prefix: bool = False  # keep the KV cache of the unchanged prompt prefix across calls
     draft_mask_k: int = 0  # SSBD "+mask-k": drop the last k draft tokens before verifying
+    # Where the bias applies (β = 0 is exact greedy whatever these say):
+    bias_final: bool = True  # False: a finished sentence's translation is exact greedy (the draft only speeds it)
+    bias_floor: float = 0.0  # a draft token is favoured only where the model gives it at least this probability
+    bias_holdback: int | None = None  # a number k: bias only the draft's share that translates the source
+    #   words both updates share, less the last k of them (the rest is verified at β = 0)
 
 
 @dataclass
@@ -91,18 +96,69 @@ def _top2_gap(logits: np.ndarray) -> float:
     return float(top[1] - top[0])
 
 
-def _accepts(logits: np.ndarray, draft_token: int, beta: float) -> bool:
-    """True when ``draft_token`` is the argmax of (1-β)·softmax(logits) + β·onehot(draft)."""
-    if beta <= 0.0:
+def _accepts(logits: np.ndarray, draft_token: int, beta: float, floor: float = 0.0) -> bool:
+    """True when ``draft_token`` is the argmax of (1-β)·softmax(logits) + β·onehot(draft).
+
+    ``floor``: the bias counts only where the model itself gives the draft token at least this
+    probability (below it the token must be the argmax, as at β = 0).
+    """
+    if beta <= 0.0 or int(np.argmax(logits)) == draft_token:
         return int(np.argmax(logits)) == draft_token
-    if beta >= 1.0:
-        return True
     z = logits - logits.max()
     p = np.exp(z)
     p /= p.sum()
+    if p[draft_token] < floor:
+        return False
+    if beta >= 1.0:
+        return True
     p_draft = (1.0 - beta) * p[draft_token] + beta
     p[draft_token] = -1.0
     return p_draft >= (1.0 - beta) * p.max()
+
+
+def bias_rules(scope: str) -> dict:
+    """The :class:`TranslatorOptions` fields of a named bias scope (see ``sotto bench bias``):
+    ``paper`` (every draft token of every update), ``final-exact``, ``holdback-K``, ``floor-P``,
+    or several joined with ``+``."""
+    rules: dict = {"bias_final": True, "bias_floor": 0.0, "bias_holdback": None}
+    for part in scope.split("+"):
+        if part == "paper":
+            continue
+        if part == "final-exact":
+            rules["bias_final"] = False
+        elif m := re.fullmatch(r"holdback-(\d+)", part):
+            rules["bias_holdback"] = int(m.group(1))
+        elif m := re.fullmatch(r"floor-(0?\.\d+|0|1)", part):
+            rules["bias_floor"] = float(m.group(1))
+        else:
+            raise ValueError(f"unknown bias scope {scope!r}")
+    return rules
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (re.sub(r"[^\w']", "", t).lower() for t in text.split()) if w]
+
+
+def bias_span(source: str, draft_source: str | None, draft_len: int, holdback: int | None) -> int:
+    """How many leading draft tokens the bias applies to.
+
+    Without ``holdback`` all of them. With it, the draft's share that translates the source words
+    ``draft_source`` and ``source`` share, less the last ``holdback`` of them (a sentence's last
+    words are where a prefix's translation is most often wrong: reordered, guessed or invented);
+    the share is taken in proportion to length. An unknown ``draft_source`` biases nothing.
+    """
+    if holdback is None:
+        return draft_len
+    if not draft_source or draft_len == 0:
+        return 0
+    before, now = _words(draft_source), _words(source)
+    shared = 0
+    for a, b in zip(before, now):
+        if a != b:
+            break
+        shared += 1
+    stable = max(0, shared - holdback)
+    return round(draft_len * stable / max(len(before), 1))
 
 
 def _resolve_style(runner: LlamaRunner, style: str) -> str:
@@ -142,15 +198,18 @@ class LlamaTranslator:
         reuse = "+kv" if self.options.reuse_prefix else ""
         return f"llama-{kind}{reuse}:{self.runner.path.name}"
 
-    def configure(self, beta: float | None, draft_mask_k: int | None = None) -> None:
+    def configure(self, beta: float | None, draft_mask_k: int | None = None, bias_scope: str | None = None) -> None:
         """Change the decoding knobs live (takes effect at the next call; thread-safe).
 
-        ``beta`` None switches to plain greedy decoding. The options object is
-        replaced whole, so a call running on another thread sees old or new, never a mix.
+        ``beta`` None switches to plain greedy decoding; ``bias_scope`` names where β applies
+        (:func:`bias_rules`). The options object is replaced whole, so a call running on another
+        thread sees old or new, never a mix.
         """
         changes: dict = {"beta": beta}
         if draft_mask_k is not None:
             changes["draft_mask_k"] = draft_mask_k
+        if bias_scope is not None:
+            changes.update(bias_rules(bias_scope))
         self.options = dataclasses.replace(self.options, **changes)
         self.name = self._name()
         logger.info("translator reconfigured: %s, draft mask-k %d", self.name, self.options.draft_mask_k)
@@ -209,11 +268,14 @@ class LlamaTranslator:
             tokens = tokens[1:]
         return tokens
 
-    def translate(self, source: str, draft: list[int] | None = None, final: bool = False) -> TranslationResult:
+    def translate(self, source: str, draft: list[int] | None = None, final: bool = False,
+                  draft_source: str | None = None) -> TranslationResult:
         """Translate one sentence (or sentence prefix).
 
         ``final``: the sentence is finished; its translation takes the compute gate at speech
         priority and runs to the end, where a partial one steps aside for each speech decode.
+        ``draft_source``: the source ``draft`` translates (where the bias applies depends on it
+        when ``options.bias_holdback`` is set).
 
         With ``options.beta`` None this is plain greedy decoding and ``draft`` is
         ignored; otherwise ``draft`` (usually the previous translation's tokens)
@@ -225,19 +287,20 @@ class LlamaTranslator:
             return TranslationResult(source, "", [], 0, 0, 0.0)
         if needs_no_translation(source):  # "1.", "2024", "…": shown as it is (the draft is its tokens)
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
-        result = self._translate(source, draft, final)
         opts = self.options
+        span = bias_span(source, draft_source, len(draft or []), opts.bias_holdback)
+        result = self._translate(source, draft, final, span)
         if self.style == "few-shot":
             echoed = echoed_example(result.text, source, opts.source_lang, opts.target_lang)
             if echoed is not None:  # it repeated an example: once more without that example in view
                 logger.info("translation of %r repeated example %d; translating again without it", source, echoed)
-                again = self._translate(source, draft, final, leave_out=echoed)
+                again = self._translate(source, draft, final, span, leave_out=echoed)
                 again.seconds += result.seconds
                 again.evaluated_tokens += result.evaluated_tokens
                 result = again
         return result
 
-    def _translate(self, source: str, draft: list[int] | None, final: bool,
+    def _translate(self, source: str, draft: list[int] | None, final: bool, span: int,
                    leave_out: int | None = None) -> TranslationResult:
         prompt = self.prompt_tokens(source, leave_out)
         budget = self.runner.n_ctx - len(prompt)
@@ -253,7 +316,8 @@ class LlamaTranslator:
                 if self.options.beta is None:
                     step = self._generate_ar(prompt, max_new)
                 else:
-                    step = self._generate_ssbd(prompt, max_new, list(draft or []))
+                    exact = final and not self.options.bias_final  # a finished sentence, read as greedy
+                    step = self._generate_ssbd(prompt, max_new, list(draft or []), 0 if exact else span)
                 seconds = time.perf_counter() - t0 - self._yielded
         except (ModelError, Interrupted):
             raise
@@ -319,7 +383,7 @@ class LlamaTranslator:
             return False
         return True
 
-    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int]) -> "_Step":
+    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int], span: int) -> "_Step":
         """Self-speculative biased decoding (SSBD, Algorithm 1).
 
         The draft is appended to the prompt and verified in batched forward passes
@@ -329,7 +393,8 @@ class LlamaTranslator:
         At the first disagreement the model's own token is taken (the argmax of
         P' is then the argmax of P), the KV cache is rolled back to just after the
         accepted prefix, and plain greedy decoding continues. β = 0 accepts exactly
-        what greedy decoding would produce.
+        what greedy decoding would produce. Only the first ``span`` draft positions are biased;
+        the rest are verified at β = 0 (accepted only where greedy decoding agrees).
         """
         opts = self.options
         draft = self._usable_draft(draft)
@@ -340,13 +405,13 @@ class LlamaTranslator:
             return self._generate_ar(prompt, max_new)
         logits, reused = self._start(prompt)  # predicts draft[0]
         step = _Step(reused=reused, draft=len(draft))
-        beta = float(opts.beta or 0.0)
+        beta, floor = float(opts.beta or 0.0), opts.bias_floor
         # Verify chunk by chunk (at most SMALL_CHUNK tokens per pass, bit-identical to one-by-one
         # decoding); a chunk is evaluated only once its first token is accepted, and verification
         # stops at the first rejection, so no pass is spent on a draft tail already refuted.
         pos = 0
         while pos < len(draft):
-            if not _accepts(logits, draft[pos], beta):
+            if not _accepts(logits, draft[pos], beta if pos < span else 0.0, floor):
                 break
             chunk = draft[pos:pos + SMALL_CHUNK]
             self._step_aside()
@@ -354,7 +419,7 @@ class LlamaTranslator:
             rejected = False
             for i, d in enumerate(chunk):
                 row = logits if i == 0 else rows[i - 1]
-                if i > 0 and not _accepts(row, d, beta):
+                if i > 0 and not _accepts(row, d, beta if pos + i < span else 0.0, floor):
                     logits, rejected = row, True
                     break
                 step.accepted += 1

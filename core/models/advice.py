@@ -1,0 +1,206 @@
+"""Which translation model suits this machine: memory, accelerator and measured speed.
+
+A bigger model translates better but must keep up with speech: a finished sentence of about
+30 output tokens (plus its prompt) should be on screen within about two seconds, which needs an
+effective speed of :data:`LIVE_TOKENS_PER_S` (output tokens per second of model time, prompt
+included). Speeds are measured with the bundled model on this machine (``sotto models advise``,
+or read back from earlier sessions) and scaled by parameter count for the bigger ones; without a
+measurement they are estimated from the core count. The advice is the largest model that fits in
+memory and is expected to keep up; the bundled 270M is the fallback that always works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import logger
+from ..paths import data_dir, write_atomic
+
+LIVE_TOKENS_PER_S = 15.0
+BUNDLED = "gemma-3-270m"
+# catalogue name, parameters (billions), languages it translates well, in the order advised (best first)
+CANDIDATES: tuple[tuple[str, float, str], ...] = (
+    ("qwen2.5-3b-instruct", 3.09, "29 languages, among them German, French, Spanish, Japanese, Chinese, Korean"),
+    ("qwen2.5-1.5b-instruct", 1.54, "29 languages; good German, French, Spanish and Chinese, fair Japanese"),
+    (BUNDLED, 0.27, "German, French and Spanish readable; Japanese and Chinese rough"),
+)
+_PARAMS = {name: params for name, params, _ in CANDIDATES}
+# effective tokens per second of the bundled model per CPU core, when nothing was measured (the
+# 2-core x86_64 of docs/BENCHMARKS.md: 21.5 output tokens/s re-translating from scratch)
+_BUNDLED_TPS_PER_CORE = 10.0
+_GPU_SPEEDUP = 8.0  # a 1.5–3B Q4 model on a GPU with full offload, against the CPU (conservative)
+_APP_RESERVE = 1.5e9  # speech models, the app and the audio buffers
+_OS_RESERVE = 3.0e9  # the operating system and the user's other programs (a meeting client, a browser)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the advice depends on."""
+
+    memory_bytes: int
+    cores: int
+    accelerator: str | None = None  # e.g. "CUDA", "Apple Silicon (Metal)"; only one llama.cpp can use
+    bundled_tokens_per_s: float | None = None  # measured here with the bundled model
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The model to use, and why, in one sentence."""
+
+    model: str
+    reason: str
+    languages: str
+    estimated_tokens_per_s: float
+    measured: bool
+
+
+def total_memory() -> int:
+    """Physical memory in bytes (0 if it cannot be read)."""
+    try:
+        if os.name == "nt":  # GlobalMemoryStatusEx (not run here: written against the Win32 API)
+            import ctypes
+
+            class _Status(ctypes.Structure):
+                _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                            ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                            ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                            ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                            ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+            status = _Status()
+            status.dwLength = ctypes.sizeof(_Status)
+            ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
+            return int(status.ullTotalPhys)
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def translation_accelerator() -> str | None:
+    """The GPU llama.cpp can use for translation here, if its build supports offloading."""
+    try:
+        import llama_cpp
+
+        if not llama_cpp.llama_supports_gpu_offload():
+            return None
+    except Exception:  # not installed or a broken build: the CPU it is
+        return None
+    if platform.system() == "Darwin" and platform.machine() == "arm64":
+        return "Apple Silicon (Metal)"
+    from ..compute import cuda_available
+
+    return "CUDA" if cuda_available() else "a GPU"
+
+
+def _speed_file() -> Path:
+    return data_dir() / "translation-speed.json"
+
+
+def measured_speeds() -> dict[str, float]:
+    """Effective output tokens per second per model, as measured on this machine."""
+    try:
+        data = json.loads(_speed_file().read_text(encoding="utf-8"))
+        return {str(k): float(v["tokens_per_s"]) for k, v in data.items() if float(v["tokens_per_s"]) > 0}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def record_speed(model: str, tokens: int, seconds: float) -> None:
+    """Remember the speed ``model`` showed here (ignored for fewer than 30 tokens: too noisy)."""
+    if tokens < 30 or seconds <= 0:
+        return
+    path = _speed_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data[model] = {"tokens_per_s": round(tokens / seconds, 2), "tokens": tokens, "date": time.strftime("%Y-%m-%d")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(data, indent=1))
+    except OSError as exc:  # a read-only or full disk costs the advice its measurement, nothing else
+        logger.warning("could not record the translation speed: %s", exc)
+
+
+def this_machine() -> Machine:
+    """Memory, cores, the accelerator and the bundled model's measured speed here."""
+    return Machine(total_memory(), os.cpu_count() or 1, translation_accelerator(),
+                   measured_speeds().get(BUNDLED))
+
+
+def estimated_speed(model: str, machine: Machine) -> tuple[float, bool]:
+    """Expected effective tokens per second of ``model`` here, and whether it rests on a measurement."""
+    measured = machine.bundled_tokens_per_s is not None
+    bundled = machine.bundled_tokens_per_s if measured else _BUNDLED_TPS_PER_CORE * machine.cores
+    assert bundled is not None
+    # generation is bound by reading the weights: speed falls with the parameter count
+    tps = bundled * _PARAMS[BUNDLED] / _PARAMS.get(model, _PARAMS[BUNDLED])
+    if machine.accelerator and model != BUNDLED:
+        tps *= _GPU_SPEEDUP
+    return tps, measured
+
+
+def recommend(machine: Machine, sizes: dict[str, int]) -> Advice:
+    """The largest candidate that fits in memory and keeps up; ``sizes``: download size of each."""
+    budget = machine.memory_bytes - _OS_RESERVE - _APP_RESERVE
+    why_not: list[str] = []
+    for name, _params, languages in CANDIDATES:
+        tps, measured = estimated_speed(name, machine)
+        if name == BUNDLED:
+            reason = ("The bundled model, because " + "; ".join(why_not) + "." if why_not
+                      else "The bundled model works everywhere.")
+            return Advice(name, reason, languages, tps, measured)
+        need = sizes.get(name, 0) * 1.25  # weights plus context and compute buffers
+        if machine.memory_bytes and need > budget:
+            why_not.append(f"{name} needs about {need / 1e9:.1f} GB of the "
+                           f"{max(budget, 0) / 1e9:.1f} GB this machine has to spare")
+            continue
+        how = "scaled from the bundled model's measured speed" if measured else "estimated from the core count"
+        if tps < LIVE_TOKENS_PER_S:
+            why_not.append(f"{name} would translate only about {tps:.0f} tokens/s here ({how}; live captions "
+                           f"need {LIVE_TOKENS_PER_S:.0f})")
+            continue
+        where = f"on {machine.accelerator}" if machine.accelerator else f"on {machine.cores} CPU cores"
+        return Advice(name, f"{name} fits in memory and should translate about {tps:.0f} tokens/s {where} "
+                            f"({how}; live captions need {LIVE_TOKENS_PER_S:.0f}).", languages, tps, measured)
+    raise AssertionError("the bundled model is always a candidate")
+
+
+def measure_bundled(path: str | Path, target: str = "de") -> tuple[int, float]:
+    """Translate a few fixed sentences with the bundled model: (output tokens, model seconds)."""
+    from ..translate import LlamaTranslator, TranslatorOptions
+
+    sentences = ("Good morning, everyone, and thank you for joining the call.",
+                 "The second quarter was better than we expected, mostly because of the new customers in Europe.",
+                 "Let's take questions at the end of the meeting.",
+                 "If you cannot hear me, please write in the chat and I will repeat the last part.")
+    translator = LlamaTranslator(path, TranslatorOptions(target_lang=target))
+    try:
+        translator.translate("Hello.")  # warm-up: first-call allocations
+        tokens, seconds = 0, 0.0
+        for sentence in sentences:
+            result = translator.translate(sentence, final=True)
+            tokens += len(result.tokens)
+            seconds += result.seconds
+    finally:
+        translator.close()
+    return tokens, seconds
+
+
+def catalogue_sizes() -> dict[str, int]:
+    """Download size of each candidate, from the catalogue."""
+    from .registry import get_spec
+
+    return {name: spec.approx_size for name, _, _ in CANDIDATES if (spec := get_spec(name)) is not None}
+
+
+def advise(machine: Machine | None = None) -> Advice:
+    """The advice for this machine (or ``machine``), from what was measured so far."""
+    return recommend(machine or this_machine(), catalogue_sizes())
