@@ -75,7 +75,9 @@ def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtb
     assert set(ne) == {"ne_source_painted", "ne_translation_painted"} and ne["ne_source_painted"] >= 0
     # the journal of the session holds the committed caption and its translation
     session = read_session(controller.service.last_session.directory)
-    assert session.entries and "country" in session.entries[-1].source.lower() and session.entries[-1].translation
+    # (where the lines break depends on when decodes land: a loaded machine once made "you." a line of its own)
+    assert any("country" in entry.source.lower() for entry in session.entries), session.entries
+    assert all(entry.translation for entry in session.entries), session.entries
 
     # committed text never reflows: the complete visual lines of each frame's committed part come back
     # unchanged at the start of the next frame's layout of the same unfinished sentence
