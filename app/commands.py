@@ -23,7 +23,7 @@ def _print_advice(advice) -> None:
 
 
 def models(args: argparse.Namespace) -> int:
-    from core.models.advice import BUNDLED, advise, measure_bundled, record_speed, this_machine
+    from core.models.advice import BUNDLED, advise, record_speed, this_machine
     from core.models.store import ModelStore, human_size
 
     store = ModelStore()
@@ -41,7 +41,9 @@ def models(args: argparse.Namespace) -> int:
         path = store.resolve(BUNDLED, status_printer(args.quiet))
         if not args.quiet:
             print("Measuring how fast this machine translates with the bundled model…", file=sys.stderr)
-        tokens, seconds = measure_bundled(path)
+        from core.translate.translator import measure_speed
+
+        tokens, seconds = measure_speed(path)
         record_speed(BUNDLED, tokens, seconds)
         machine = this_machine()
         print(f"This machine: {human_size(machine.memory_bytes)} of memory, {machine.cores} CPU cores, "

@@ -173,27 +173,6 @@ def recommend(machine: Machine, sizes: dict[str, int]) -> Advice:
     raise AssertionError("the bundled model is always a candidate")
 
 
-def measure_bundled(path: str | Path, target: str = "de") -> tuple[int, float]:
-    """Translate a few fixed sentences with the bundled model: (output tokens, model seconds)."""
-    from ..translate import LlamaTranslator, TranslatorOptions
-
-    sentences = ("Good morning, everyone, and thank you for joining the call.",
-                 "The second quarter was better than we expected, mostly because of the new customers in Europe.",
-                 "Let's take questions at the end of the meeting.",
-                 "If you cannot hear me, please write in the chat and I will repeat the last part.")
-    translator = LlamaTranslator(path, TranslatorOptions(target_lang=target))
-    try:
-        translator.translate("Hello.")  # warm-up: first-call allocations
-        tokens, seconds = 0, 0.0
-        for sentence in sentences:
-            result = translator.translate(sentence, final=True)
-            tokens += len(result.tokens)
-            seconds += result.seconds
-    finally:
-        translator.close()
-    return tokens, seconds
-
-
 def catalogue_sizes() -> dict[str, int]:
     """Download size of each candidate, from the catalogue."""
     from .registry import get_spec

@@ -481,3 +481,23 @@ class LlamaTranslator:
     def close(self) -> None:
         """Free the model."""
         self.runner.close()
+
+
+def measure_speed(path: str | Path, target: str = "de") -> tuple[int, float]:
+    """Translate a few fixed sentences with the model at ``path``: (output tokens, model seconds)
+    (for the model advice of core.models.advice)."""
+    sentences = ("Good morning, everyone, and thank you for joining the call.",
+                 "The second quarter was better than we expected, mostly because of the new customers in Europe.",
+                 "Let's take questions at the end of the meeting.",
+                 "If you cannot hear me, please write in the chat and I will repeat the last part.")
+    translator = LlamaTranslator(path, TranslatorOptions(target_lang=target))
+    try:
+        translator.translate("Hello.")  # warm-up: first-call allocations
+        tokens, seconds = 0, 0.0
+        for sentence in sentences:
+            result = translator.translate(sentence, final=True)
+            tokens += len(result.tokens)
+            seconds += result.seconds
+    finally:
+        translator.close()
+    return tokens, seconds
