@@ -48,7 +48,7 @@ def models(args: argparse.Namespace) -> int:
         machine = this_machine()
         print(f"This machine: {human_size(machine.memory_bytes)} of memory, {machine.cores} CPU cores, "
               f"translation on {machine.accelerator or 'the CPU'}; the bundled model translates "
-              f"{tokens / seconds:.0f} tokens/s here.")
+              f"{tokens / max(seconds, 1e-9):.0f} tokens/s here.")
         _print_advice(advise(machine))
         return 0
     if action == "prepare":
