@@ -11,7 +11,10 @@ Variants:
   labels+news     the same with three news sentences as the examples
   labels+context  the same with the previous sentence and its translation as the last example
   codes           `[en] …` / `[de] …` lines, the three short examples
-  codes+quote     the same plus a quoted-speech example: what the app uses (core.translate.prompts)
+  codes+quote     the same plus a quoted-speech example (core.translate.prompts), whole sentences
+  codes+quote+pieces  the same, a long sentence clause by clause (core.translate.clauses): what the app does
+
+Every variant but the last translates whole sentences.
 
 Usage: sotto bench prompts [--langs de,ja,zh] [--start 1000] [--sentences 40] [--variants a,b]
                            [--model NAME|PATH] [--json FILE] [--write-docs] [--from-json FILE]
@@ -32,7 +35,8 @@ NTREX = ROOT.parent / "shared" / "data" / "mt" / "ntrex128"
 DOCS = ROOT / "docs" / "BENCHMARKS.md"
 REF_FILES = {"de": "newstest2019-ref.deu.txt", "ja": "newstest2019-ref.jpn.txt", "zh": "newstest2019-ref.zho-CN.txt"}
 BEGIN, END = "<!-- prompts:begin -->", "<!-- prompts:end -->"
-VARIANTS = ("labels", "labels+instr", "labels+news", "labels+context", "codes", "codes+quote")
+VARIANTS = ("labels", "labels+instr", "labels+news", "labels+context", "codes", "codes+quote", "codes+quote+pieces")
+APP = "codes+quote+pieces"
 
 _NEWS_EN = ("The company said on Tuesday that it would cut 500 jobs.",
             "Police are asking anyone with information to come forward.",
@@ -52,7 +56,7 @@ def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None
     from core.text import language_name
     from core.translate.prompts import _EXAMPLES_EN, FEW_SHOT, few_shot_prompt
 
-    if variant == "codes+quote":
+    if variant in ("codes+quote", "codes+quote+pieces"):
         return few_shot_prompt(source, "en", lang, leave_out)
     short = list(zip(_EXAMPLES_EN[:3], FEW_SHOT[lang][:3]))
     if variant == "codes":
@@ -80,6 +84,8 @@ def run(model: str, langs: list[str], start: int, n: int, variants: list[str]) -
             refs = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()[start:start + n]
             translator.options.target_lang = lang
             for variant in variants:
+                translator.options.clause_pieces = variant == APP
+                translator.forget()  # piece translations of another prompt are not this one's
                 outputs, previous, t0 = [], None, time.perf_counter()
                 for source in sources:
                     translator.prompt_text = (  # the variant's prompt instead of the app's
@@ -106,7 +112,7 @@ def table(result: dict) -> str:
            "|---|" + "---|" * len(langs)]
     for v in variants:
         cells = [f"{by[(lg, v)]['chrf']:.1f} ({by[(lg, v)]['copied']})" if (lg, v) in by else "–" for lg in langs]
-        mark = " (the app's)" if v == "codes+quote" else ""
+        mark = " (the app's)" if v == APP else ""
         out.append(f"| {v}{mark} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 

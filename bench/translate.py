@@ -49,6 +49,7 @@ class Config:
     bias_final: bool = True
     bias_floor: float = 0.0
     bias_holdback: int | None = None
+    pieces: bool = True  # a long sentence clause by clause (core.translate.clauses), as the app does
 
 
 @dataclass
@@ -86,6 +87,8 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     opts = translator.options
     opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
     opts.bias_final, opts.bias_floor, opts.bias_holdback = config.bias_final, config.bias_floor, config.bias_holdback
+    opts.clause_pieces = config.pieces
+    translator.forget()  # no piece translated by an earlier configuration is free for this one
     run = Run(config)
     for sentence in sources:
         draft: list[int] = []
@@ -114,7 +117,7 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
                 run.erased_disp += erasure(prev_disp, disp_tokens)
             prev_out, prev_disp = out_tokens, disp_tokens
         run.final_len += len(prev_out or [])
-        run.finals.append(translator.runner.detokenize(draft).strip())
+        run.finals.append(result.text)
         run.seconds += t_sentence
         run.sentence_seconds.append(t_sentence)
     return run

@@ -95,6 +95,7 @@ class TranslationSettings:
     bias_scope: str = field(default="final-exact", metadata=_choices(*BIAS_SCOPES))
     reuse_prefix: bool = True
     prompt_style: str = field(default="auto", metadata=_choices("auto", "few-shot", "chat"))
+    clause_pieces: bool = True  # few-shot prompts: a long sentence clause by clause (small models copy long ones)
     n_gpu_layers: int = field(default=-1, metadata=_range(-1, 999))  # all (a CPU-only build ignores it)
     n_threads: int = field(default=0, metadata=_range(0, 256))
 

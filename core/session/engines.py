@@ -11,7 +11,7 @@ from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rule
 # What each engine is built from: a change to any of these needs the engine rebuilt.
 ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
                    "calibrate", "compute_device", "compute_dtype")
-TRANSLATOR_KEYS = ("target", "model", "prompt_style", "n_threads", "n_gpu_layers", "reuse_prefix")
+TRANSLATOR_KEYS = ("target", "model", "prompt_style", "clause_pieces", "n_threads", "n_gpu_layers", "reuse_prefix")
 
 
 def asr_engine_key(settings: Settings) -> tuple:
@@ -80,6 +80,7 @@ def create_translator(
         n_gpu_layers=tr.n_gpu_layers,
         beta=beta,
         reuse_prefix=tr.reuse_prefix,
+        clause_pieces=tr.clause_pieces,
         draft_mask_k=draft_mask_k,
         **bias_rules(bias_scope),
     )

@@ -19,6 +19,7 @@ from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import common_prefix_len, joiner
+from .clauses import PieceMemo, clause_pieces
 from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
 from .prompts import chat_messages, echoed_example, few_shot_prompt, needs_no_translation
 
@@ -42,6 +43,8 @@ class TranslatorOptions:
     bias_floor: float = 0.0  # a draft token is favoured only where the model gives it at least this probability
     bias_holdback: int | None = None  # a number k: bias only the draft's share that translates the source
     #   words both updates share, less the last k of them (the rest is verified at β = 0)
+    # few-shot prompts (small base models): a long sentence is translated clause by clause (core.translate.clauses)
+    clause_pieces: bool = True
 
 
 @dataclass
@@ -182,6 +185,7 @@ class LlamaTranslator:
         self._chat_formatter = None
         self._yielded = 0.0  # seconds the current translation stood aside for speech
         self._steps_aside = True  # the current translation is a partial one
+        self._pieces = PieceMemo()  # translations of finished clause pieces
         if self.style == "chat":
             try:
                 self._chat_formatter = self._make_chat_formatter()
@@ -213,6 +217,11 @@ class LlamaTranslator:
         self.options = dataclasses.replace(self.options, **changes)
         self.name = self._name()
         logger.info("translator reconfigured: %s, draft mask-k %d", self.name, self.options.draft_mask_k)
+
+    def forget(self) -> None:
+        """Drop the remembered translations of finished clause pieces (after changing the prompt, or
+        so a benchmark charges every configuration for all its work)."""
+        self._pieces.clear()
 
     def interrupt(self) -> None:
         """Stop a translation running on another thread at its next model call (it raises Interrupted)."""
@@ -280,12 +289,25 @@ class LlamaTranslator:
         With ``options.beta`` None this is plain greedy decoding and ``draft`` is
         ignored; otherwise ``draft`` (usually the previous translation's tokens)
         is verified with self-speculative biased decoding (see :meth:`_generate_ssbd`).
+        With a few-shot prompt and ``options.clause_pieces`` a long sentence goes clause by clause
+        (:meth:`_translate_pieces`).
         """
         # Text that is not valid Unicode (lone surrogates from a bad decode) is repaired, not fatal.
         source = " ".join(source.encode("utf-8", "replace").decode("utf-8").split())
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
         if needs_no_translation(source):  # "1.", "2024", "…": shown as it is (the draft is its tokens)
+            return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
+        if self.style == "few-shot" and self.options.clause_pieces:
+            pieces = clause_pieces(source)
+            if len(pieces) > 1:
+                return self._translate_pieces(source, pieces, draft, final, draft_source)
+        return self._translate_one(source, draft, final, draft_source)
+
+    def _translate_one(self, source: str, draft: list[int] | None, final: bool,
+                       draft_source: str | None) -> TranslationResult:
+        """One piece of text, whole: SSBD or greedy, again without an example the model gave back."""
+        if needs_no_translation(source):
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         opts = self.options
         span = bias_span(source, draft_source, len(draft or []), opts.bias_holdback)
@@ -299,6 +321,46 @@ class LlamaTranslator:
                 again.evaluated_tokens += result.evaluated_tokens
                 result = again
         return result
+
+    def _translate_pieces(self, source: str, pieces: list[str], draft: list[int] | None, final: bool,
+                          draft_source: str | None) -> TranslationResult:
+        """``source`` clause by clause (see :mod:`core.translate.clauses`).
+
+        Every piece but the last is finished text: translated greedily once (no draft, so exactly
+        what greedy decoding gives whatever β) and remembered, so a growing sentence re-translates
+        only its last piece. The last piece is translated like a whole sentence, with the share of
+        ``draft`` (and of ``draft_source``) after the finished pieces' as its draft; where the draft
+        does not start with their tokens it has none. The tokens are the pieces' tokens in order
+        (the next draft), the text their texts joined as the target language joins sentences.
+        """
+        opts = self.options
+        done = []
+        for piece in pieces[:-1]:
+            key = (opts.source_lang, opts.target_lang, piece)
+            result = self._pieces.get(key)
+            if result is None:
+                result = self._translate_one(piece, None, final, None)
+                self._pieces.put(key, result)
+            else:  # nothing evaluated this time
+                result = dataclasses.replace(result, prompt_tokens=0, evaluated_tokens=0, seconds=0.0,
+                                             reused_tokens=0)
+            done.append(result)
+        before = [t for r in done for t in r.tokens]
+        last_draft = None
+        if draft and len(draft) > len(before) and draft[:len(before)] == before:
+            last_draft = draft[len(before):]
+        said = " ".join(pieces[:-1])
+        last_source = None
+        if last_draft is not None and draft_source and draft_source.startswith(said + " "):
+            last_source = draft_source[len(said) + 1:]
+        last = self._translate_one(pieces[-1], last_draft, final, last_source)
+        parts = done + [last]
+        return TranslationResult(
+            source, joiner(opts.target_lang).join(r.text for r in parts if r.text), before + last.tokens,
+            sum(r.prompt_tokens for r in parts), sum(r.evaluated_tokens for r in parts),
+            sum(r.seconds for r in parts), draft_tokens=last.draft_tokens, accepted_tokens=last.accepted_tokens,
+            reused_tokens=sum(r.reused_tokens for r in parts), gaps=[g for r in parts for g in r.gaps],
+        )
 
     def _translate(self, source: str, draft: list[int] | None, final: bool, span: int,
                    leave_out: int | None = None) -> TranslationResult:
