@@ -106,6 +106,7 @@ class CaptionSettings:
 
     mask_k: int = field(default=3, metadata=_range(0, 10))
     mask_mode: str = field(default="display", metadata=_choices("display", "draft"))
+    show_at_pause: bool = True  # when the speaker pauses, the partial line is shown whole (no mask-k)
 
 
 @dataclass

@@ -79,7 +79,9 @@ class TranscriptUpdate:
 
     ``sentences`` are the sentences finished by this update (never repeated);
     ``committed`` is the committed start of the partial sentence and
-    ``tentative`` the unconfirmed rest of the hypothesis.
+    ``tentative`` the unconfirmed rest of the hypothesis. ``paused``: the speaker
+    paused after it (voice activity ended), so the tentative words were decoded
+    with silence after them rather than cut off mid-speech.
     """
 
     sentences: list[Sentence]
@@ -90,6 +92,7 @@ class TranscriptUpdate:
     timings: StageTimings = field(default_factory=StageTimings)
     final: bool = False
     speaker: str = ""
+    paused: bool = False
 
     @property
     def partial(self) -> str:

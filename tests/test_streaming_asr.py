@@ -83,6 +83,32 @@ def test_pauses_split_utterances_and_keep_order(tiny_engine, piper_voice):
     assert first_commit.audio_time < 3 + len(one) / 16000 + 3 + 0.5
 
 
+
+def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper_voice):
+    """When the speaker pauses, the decode after the pause is marked ``paused`` and the caption
+    policy shows its words whole: the end of what was said is on screen during the pause, not
+    only once three more words have been spoken."""
+    from core.captions import CaptionPolicy
+
+    one = synthesize(piper_voice, "Please open the quarterly report.")
+    two = synthesize(piper_voice, "We will go through it together.")
+    gap = np.zeros(int(16000 * 1.2), dtype=np.float32)  # a pause, shorter than the end of an utterance
+    lead = np.zeros(16000, dtype=np.float32)
+    _, _, updates = transcribe_stream(tiny_engine, np.concatenate([lead, one, gap, two, lead]), chunk_s=0.25)
+    second_starts = (len(lead) + len(one) + len(gap)) / 16000
+    paused = [u for u in updates if u.paused]
+    assert paused, "no update was marked paused"
+    assert paused[0].audio_time < second_starts, "the pause was noticed only after the speaker went on"
+    policy = CaptionPolicy(3, "en")
+    for update in updates:
+        view = policy.on_transcript(update)
+        if update is paused[0]:
+            break
+    shown = normalize_english(" ".join([*(line.sentence.text for line in view.lines), view.partial.shown_source]))
+    assert shown.endswith("quarterly report"), shown
+    assert view.partial.hidden_tokens == 0
+
+
 # -- hallucinated loops (found by `sotto bench soak`: after 35 minutes one decode of dots, fed back
 # through the prompt, made every later decode of real speech come out as dots, thousands of "."
 # lines a minute) ---------------------------------------------------------------------------------

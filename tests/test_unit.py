@@ -149,3 +149,21 @@ def test_caption_policy_masks_partial_lines_only():
         view = policy.on_translation(TranslationUpdate([FrozenTranslation(s, "Und so.")], "", "", 2.0))
         assert view.lines[0].translation == "Und so." and view.partial.shown_translation == ""
         assert policy.view(final=True).partial.hidden_tokens == 0
+
+
+def test_caption_policy_shows_the_whole_line_while_the_speaker_pauses():
+    from core.captions import CaptionPolicy
+    from core.stream import TranscriptUpdate
+
+    def asr(tentative, paused):
+        return TranscriptUpdate([], "please", tentative, 1.0, 1.0, paused=paused)
+
+    for show_at_pause, during_pause in ((True, "please open the quarterly report."), (False, "please open")):
+        policy = CaptionPolicy(3, "en", "de", show_at_pause=show_at_pause)
+        assert policy.on_transcript(asr(" open the quarterly report.", False)).partial.shown_source == "please open"
+        view = policy.on_transcript(asr(" open the quarterly report.", True))
+        assert view.partial.shown_source == during_pause
+        assert policy.view().partial.shown_source == during_pause  # a translation update keeps it
+        # speech goes on: the mask is back on the unconfirmed tail
+        view = policy.on_transcript(asr(" open the quarterly report. We will go", False))
+        assert view.partial.shown_source == "please open the quarterly report."

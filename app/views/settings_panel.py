@@ -175,6 +175,8 @@ class SettingsPanel(QDialog):
         form.addRow("Mask-k (hidden unstable words)", self.mask_k)
         self.mask_mode = _combo([("display", "Display only"), ("draft", "Also in the translator's draft")])
         form.addRow("Mask mode", self.mask_mode)
+        self.show_at_pause = QCheckBox("Show the whole line when the speaker pauses")
+        form.addRow("", self.show_at_pause)
         mask_help = QLabel(MASK_HELP)
         mask_help.setWordWrap(True)
         form.addRow("", mask_help)
@@ -188,6 +190,7 @@ class SettingsPanel(QDialog):
         self.mask_k.valueChanged.connect(lambda v: self.change_requested.emit("captions.mask_k", v))
         self.mask_mode.currentIndexChanged.connect(
             lambda: self.change_requested.emit("captions.mask_mode", self.mask_mode.currentData()))
+        self.show_at_pause.toggled.connect(lambda on: self.change_requested.emit("captions.show_at_pause", on))
         return w
 
     def _beta_action(self, action: int) -> None:
@@ -407,6 +410,7 @@ class SettingsPanel(QDialog):
             _select(self.engine, settings.translation.engine)
             self.mask_k.setValue(settings.captions.mask_k)
             _select(self.mask_mode, settings.captions.mask_mode)
+            self.show_at_pause.setChecked(settings.captions.show_at_pause)
             _select(self.bias_scope, settings.translation.bias_scope)
             _select(self.spoken, settings.asr.language)
             _select(self.target, settings.translation.target)

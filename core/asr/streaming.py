@@ -182,7 +182,7 @@ class StreamingTranscriber:
         opts = self.options
         if self._pause_pending is not None:
             self._paused_at, self._pause_pending = self._pause_pending, None
-            return self._decode_step()
+            return self._decode_step(paused=True)
         if self._paused_at is not None:
             if self._received - self._paused_at >= opts.utterance_end_s:
                 return self._end_utterance()
@@ -191,13 +191,13 @@ class StreamingTranscriber:
             return None
         return self._decode_step()
 
-    def _decode_step(self) -> TranscriptUpdate:
+    def _decode_step(self, paused: bool = False) -> TranscriptUpdate:
         words = self._decode(self.window.view())
         self.hyp.insert(words)
         committed = self.hyp.flush()
         sentences = self._commit(committed)
         self._trim()
-        return self._update(sentences)
+        return self._update(sentences, paused=paused)
 
     def _end_utterance(self) -> TranscriptUpdate:
         sentences = self._commit(self.hyp.tentative())
@@ -321,7 +321,7 @@ class StreamingTranscriber:
         logger.warning("audio window overflow; dropping %.2f s of undecoded audio", cut - self.window.offset)
         self._drop_before(cut)
 
-    def _update(self, sentences: list[Sentence], final: bool = False) -> TranscriptUpdate:
+    def _update(self, sentences: list[Sentence], final: bool = False, paused: bool = False) -> TranscriptUpdate:
         timings, self._pending_timings = self._pending_timings, StageTimings()
         committed = "".join(w.text for w in self._sentence_words)
         tentative = "" if final else "".join(w.text for w in self.hyp.tentative())
@@ -335,6 +335,7 @@ class StreamingTranscriber:
             window_seconds=self.window.seconds,
             timings=timings,
             final=final,
+            paused=paused and not final,
         )
 
     @property

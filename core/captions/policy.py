@@ -4,8 +4,11 @@
 :class:`CaptionView`. Display-only mask-k hides the last k tokens of a
 non-final line on screen (the model still drafts from the whole text); for the
 source line only unconfirmed (tentative) words are ever hidden, since
-committed words never change. Every displayed state feeds the NE meters of the
-model output and of the displayed text, for source and translation.
+committed words never change, and none while the speaker pauses after them
+(``show_at_pause``): they were decoded with silence after them, and waiting for
+three more words would keep a sentence's end off the screen for the whole pause.
+Every displayed state feeds the NE meters of the model output and of the
+displayed text, for source and translation.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class _Partial:
     committed: str = ""
     tentative: str = ""
     translation: str = ""
+    paused: bool = False  # the speaker paused after the tentative words
 
 
 @dataclass
@@ -57,6 +61,7 @@ class CaptionPolicy:
     target_lang: str | None = None
     translation_mask_k: int | None = None  # None: same as mask_k; 0 when mask-k is applied in the draft
     speakers: tuple[str, ...] = ("",)
+    show_at_pause: bool = True  # no mask on the source while its speaker pauses
     lines: list[CaptionLine] = field(default_factory=list)
     audio_time: float = 0.0
 
@@ -87,6 +92,7 @@ class CaptionPolicy:
             self._by_index[sentence.index] = line
         partial.committed = update.committed
         partial.tentative = update.tentative
+        partial.paused = update.paused
         self.audio_time = max(self.audio_time, update.audio_time)
         final = update.final and len(self._partials) == 1  # with several streams the others stay masked
         self._record_source(final=final)
@@ -114,7 +120,8 @@ class CaptionPolicy:
         k_tr = 0 if final else self._translation_k()
         shown = []
         for speaker, p in self._partials.items():
-            tentative, hidden = mask_tokens(p.tentative, k, self.source_lang)
+            k_src = 0 if (p.paused and self.show_at_pause) else k
+            tentative, hidden = mask_tokens(p.tentative, k_src, self.source_lang)
             translation, _ = mask_tokens(p.translation, k_tr, self.target_lang)
             shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker))
         return CaptionView(list(self.lines), shown, self.audio_time)

@@ -137,7 +137,8 @@ class CaptionPipeline:
         # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
         self._target = target
         self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target,
-                                    translation_mask_k=_translation_mask_k(settings))
+                                    translation_mask_k=_translation_mask_k(settings),
+                                    show_at_pause=settings.captions.show_at_pause)
         self.stats = RunStats(realtime)
         self._lock = threading.Lock()  # guards policy, journal, stats and listener calls
         self._stop = threading.Event()
@@ -194,6 +195,7 @@ class CaptionPipeline:
         with self._lock:
             self.policy.mask_k = settings.captions.mask_k
             self.policy.translation_mask_k = _translation_mask_k(settings)
+            self.policy.show_at_pause = settings.captions.show_at_pause
             self.settings = settings
         if self.translation_engine is not None:
             self.translation_engine.configure(*translator_knobs(settings))
@@ -212,6 +214,7 @@ class CaptionPipeline:
         if len(self.streams) > 1:
             self.policy = CaptionPolicy(self.settings.captions.mask_k, self.settings.asr.language, self._target,
                                         translation_mask_k=_translation_mask_k(self.settings),
+                                        show_at_pause=self.settings.captions.show_at_pause,
                                         speakers=tuple(sources))
         self._translation = self._open_translation()
         cpu0 = time.process_time()
