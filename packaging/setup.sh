@@ -64,10 +64,17 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   # llama-cpp-python is built from source once, with llama.cpp's llamafile kernels off: their
   # tile shapes depend on the batch size, which would make speculative verification differ
   # from plain decoding (see core/translate/llama_runner.py). Extra CMAKE_ARGS (e.g. CUDA,
-  # Metal) are passed on. The wheel is kept in .cache/wheels, so this happens once.
+  # Metal) are passed on. The wheel is kept under the user's cache directory, named by a hash of
+  # the pin, the build flags, the Python version and the machine, so this happens once per
+  # machine, fresh clones included (SOTTO_WHEEL_CACHE moves it).
   llama_pin=$(grep -i '^llama[-_]cpp[-_]python==' requirements.lock)
   llama_args="-DGGML_LLAMAFILE=OFF ${CMAKE_ARGS:-}"
-  wheel_dir=.cache/wheels/$(printf '%s %s' "$llama_pin" "$llama_args" | sha256sum | cut -c1-12)
+  py_tag=$(.venv/bin/python -c 'import platform, sys; print(sys.version_info[:2], platform.machine())')
+  wheel_key=$(printf '%s %s %s' "$llama_pin" "$llama_args" "$py_tag" | sha256sum | cut -c1-12)
+  wheel_dir=${SOTTO_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sotto/wheels}/$wheel_key
+  if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1 && ! mkdir -p "$wheel_dir" 2>/dev/null; then
+    wheel_dir=.cache/wheels/$wheel_key  # no writable user cache: keep it in the project
+  fi
   if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     say "building llama-cpp-python with $llama_args (several minutes, once)"
     CMAKE_ARGS="$llama_args" pip wheel --no-deps --no-binary llama-cpp-python --no-cache-dir "$llama_pin" -w "$wheel_dir"
