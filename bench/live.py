@@ -53,6 +53,9 @@ _QT: list = []  # the plot's Qt application, kept alive
 # name -> settings changes on top of the defaults; translation "none" = source captions only
 CONFIGURATIONS: dict[str, dict[str, object]] = {
     "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
+    # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
+    "faster-whisper tiny.en + translation, masked at pauses": {"asr.engine": "faster-whisper",
+                                                               "captions.show_at_pause": False},
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
@@ -342,7 +345,7 @@ def run(quick: bool, configs: list[str], target: str, overrides: list[str] = ())
 
     # the app out of the box: the default engine, translating (None when that one was not run)
     default = next((n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
-                    and "translation.target" not in CONFIGURATIONS[n]), None)
+                    and set(CONFIGURATIONS[n]) == {"asr.engine"}), None)
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),
