@@ -112,7 +112,8 @@ def judge(result: dict) -> dict:
         passes = bool(per) and all(p["chrf_vs_ar"] >= -MAX_CHRF_LOSS and p["ne_share"] is not None
                                    and p["ne_share"] >= MIN_NE_SHARE for p in per.values())
         verdict["variants"][v] = {"languages": per, "passes": passes,
-                                  "mean_ne": round(statistics.mean(by[(lg, v)]["ne"] for lg in per), 3)}
+                                  # None when no AR row was run beside it (nothing to judge against)
+                                  "mean_ne": round(statistics.mean(by[(lg, v)]["ne"] for lg in per), 3) if per else None}
     passing = [v for v, j in verdict["variants"].items() if j["passes"]]
     if passing:
         verdict["default"] = min(passing, key=lambda v: verdict["variants"][v]["mean_ne"])
