@@ -54,7 +54,7 @@ _QT: list = []  # the plot's Qt application, kept alive
 CONFIGURATIONS: dict[str, dict[str, object]] = {
     "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
-    "faster-whisper tiny.en + translation, masked at pauses": {"asr.engine": "faster-whisper",
+    "faster-whisper tiny.en + translation (masked at pauses)": {"asr.engine": "faster-whisper",
                                                                "captions.show_at_pause": False},
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
