@@ -71,7 +71,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   llama_args="-DGGML_LLAMAFILE=OFF ${CMAKE_ARGS:-}"
   py_tag=$(.venv/bin/python -c 'import platform, sys; print(sys.version_info[:2], platform.machine())')
   wheel_key=$(printf '%s %s %s' "$llama_pin" "$llama_args" "$py_tag" | sha256sum | cut -c1-12)
-  wheel_dir=${SOTTO_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sotto/wheels}/$wheel_key
+  wheel_dir=${SOTTO_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-$ROOT}/.cache}/sotto/wheels}/$wheel_key
   if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1 && ! mkdir -p "$wheel_dir" 2>/dev/null; then
     wheel_dir=.cache/wheels/$wheel_key  # no writable user cache: keep it in the project
   fi

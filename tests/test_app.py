@@ -537,6 +537,21 @@ def test_speculative_engine_rows_and_the_sparse_tree_switch(qtbot, app_dirs):
     assert blocker.args == ["asr.sparse_tree", True]
 
 
+def test_show_at_pause_switch_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs):
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert panel.show_at_pause.isChecked()
+    panel.load(Settings().with_value("captions.show_at_pause", False))
+    assert not panel.show_at_pause.isChecked()
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.show_at_pause.setChecked(True)
+    assert blocker.args == ["captions.show_at_pause", True]
+
+
 def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
     """Caption from: the microphone, the default output's sound, each output the controller listed,
     the demo; choosing one asks for that `audio.source`, and a saved one is shown again."""

@@ -83,7 +83,6 @@ def test_pauses_split_utterances_and_keep_order(tiny_engine, piper_voice):
     assert first_commit.audio_time < 3 + len(one) / 16000 + 3 + 0.5
 
 
-
 def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper_voice):
     """When the speaker pauses, the decode after the pause is marked ``paused`` and the caption
     policy shows its words whole: the end of what was said is on screen during the pause, not

@@ -335,7 +335,7 @@ class StreamingTranscriber:
             window_seconds=self.window.seconds,
             timings=timings,
             final=final,
-            paused=paused and not final,
+            paused=paused,
         )
 
     @property
