@@ -136,9 +136,7 @@ class CaptionPipeline:
         target = settings.translation.target if translation_engine is not None else None
         # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
         self._target = target
-        self.policy = CaptionPolicy(settings.captions.mask_k, settings.asr.language, target,
-                                    translation_mask_k=_translation_mask_k(settings),
-                                    show_at_pause=settings.captions.show_at_pause)
+        self.policy = self._new_policy(("",))
         self.stats = RunStats(realtime)
         self._lock = threading.Lock()  # guards policy, journal, stats and listener calls
         self._stop = threading.Event()
@@ -190,6 +188,13 @@ class CaptionPipeline:
         """True while paused."""
         return self._paused.is_set()
 
+    def _new_policy(self, speakers: tuple[str, ...]) -> CaptionPolicy:
+        """The caption policy for these settings and streams (one partial line per speaker)."""
+        cap = self.settings.captions
+        return CaptionPolicy(cap.mask_k, self.settings.asr.language, self._target,
+                             translation_mask_k=_translation_mask_k(self.settings),
+                             show_at_pause=cap.show_at_pause, speakers=speakers)
+
     def apply_settings(self, settings: Settings) -> None:
         """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
         with self._lock:
@@ -212,10 +217,7 @@ class CaptionPipeline:
         self.streams = [AudioStream(speaker, source, StreamingTranscriber(self.asr_engine, options))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
-            self.policy = CaptionPolicy(self.settings.captions.mask_k, self.settings.asr.language, self._target,
-                                        translation_mask_k=_translation_mask_k(self.settings),
-                                        show_at_pause=self.settings.captions.show_at_pause,
-                                        speakers=tuple(sources))
+            self.policy = self._new_policy(tuple(sources))
         self._translation = self._open_translation()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
