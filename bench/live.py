@@ -21,7 +21,7 @@ Plus WER of the final transcript, CPU-seconds per audio-second, update interval
 (time between frames whose source text changed), peak RSS, and NE of source and
 translation as computed by the pipeline.
 
-Usage: sotto bench live [--quick] [--configs a,b] [--target de] [--set KEY=VALUE] [--json FILE]
+Usage: sotto bench live [--quick] [--configs a,b] [--repeats N] [--target de] [--set KEY=VALUE] [--json FILE]
                         [--plot PNG] [--write-docs] [--from-json FILE]
 """
 
@@ -56,6 +56,11 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {"asr.engine": "faster-whisper",
                                                                "captions.show_at_pause": False},
+    # the source's unconfirmed words masked by count (the last mask_k), as before captions.source_mask "heard"
+    "faster-whisper tiny.en + translation (source mask-3)": {"asr.engine": "faster-whisper",
+                                                             "captions.source_mask": "words"},
+    # the default before asr.compute_dtype auto chose int8 on the CPU
+    "faster-whisper tiny.en float32 + translation": {"asr.engine": "faster-whisper", "asr.compute_dtype": "float32"},
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
@@ -306,6 +311,8 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "ne_source": ne.get("ne_source_output"),
         "ne_translation": ne.get("ne_translation_output"),
+        "ne_source_shown": ne.get("ne_source_display"),
+        "ne_translation_shown": ne.get("ne_translation_display"),
         "decodes": summary["asr"]["decodes"],
         "max_window_s": summary["asr"]["max_window_seconds"],
         "fell_behind": summary.get("fell_behind"),
@@ -323,24 +330,52 @@ def _r(values):
 
 
 # -- the run -------------------------------------------------------------------------------
-def run(quick: bool, configs: list[str], target: str, overrides: list[str] = ()) -> dict:
-    """Every configuration in its own process, one after the other; the combined results."""
-    results = {}
-    for name in configs:
-        print(f"{name}: replaying {'60 s' if quick else 'the whole reading'} in real time…", file=sys.stderr)
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "one.json"
-            cmd = [sys.executable, "-m", "bench.live", "--one", name, "--target", target, "--json", str(out)]
-            if quick:
-                cmd.append("--quick")
-            for item in overrides:
-                cmd += ["--set", item]
-            subprocess.run(cmd, cwd=ROOT, check=True)
-            results[name] = json.loads(out.read_text())
-        r = results[name]
-        print(f"  first seen p50 {r['first_seen_p50']} s, p90 {r['first_seen_p90']} s; committed p50 "
-              f"{r['committed_p50']} s; translation p50 {r['translation_p50']} s; "
-              f"{r['cpu_per_audio_s']} CPU-s/audio-s; WER {r['wer']}", file=sys.stderr)
+# the readings a repeated run reports as the median of the runs, with their spread (min, max)
+SPREAD_KEYS = ("first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90", "translation_p50",
+               "translation_p90", "translation_after_commit_p50", "update_interval_p50", "cpu_per_audio_s", "wer",
+               "peak_rss_mb", "ne_source", "ne_translation", "ne_source_shown", "ne_translation_shown")
+
+
+def combine(runs: list[dict]) -> dict:
+    """Several runs of one configuration: the median of each reading, ``spread`` (min, max) beside
+    it, every run kept under ``runs``; the per-sentence latencies are the median run's (by first seen)."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: (r["first_seen_p50"] is None, r["first_seen_p50"] or 0.0))
+    out = dict(ordered[(len(ordered) - 1) // 2])
+    out["spread"] = {}
+    for key in SPREAD_KEYS:
+        values = [r.get(key) for r in runs if r.get(key) is not None]
+        if values:
+            out[key] = round(float(np.median(values)), 4)
+            out["spread"][key] = [min(values), max(values)]
+    out["runs"] = [{k: r.get(k) for k in SPREAD_KEYS} for r in runs]
+    return out
+
+
+def run(quick: bool, configs: list[str], target: str, overrides: list[str] = (), repeats: int = 1) -> dict:
+    """Every configuration in its own process, one after the other (``repeats`` rounds, interleaved:
+    a slow moment of the machine hits every configuration alike); the combined results."""
+    runs: dict[str, list[dict]] = {name: [] for name in configs}
+    for round_ in range(repeats):
+        for name in configs:
+            print(f"{name}: replaying {'60 s' if quick else 'the whole reading'} in real time"
+                  f"{f' (round {round_ + 1} of {repeats})' if repeats > 1 else ''}…", file=sys.stderr)
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "one.json"
+                cmd = [sys.executable, "-m", "bench.live", "--one", name, "--target", target, "--json", str(out)]
+                if quick:
+                    cmd.append("--quick")
+                for item in overrides:
+                    cmd += ["--set", item]
+                subprocess.run(cmd, cwd=ROOT, check=True)
+                r = json.loads(out.read_text())
+            runs[name].append(r)
+            print(f"  first seen p50 {r['first_seen_p50']} s, p90 {r['first_seen_p90']} s; committed p50 "
+                  f"{r['committed_p50']} s; translation p50 {r['translation_p50']} s; "
+                  f"{r['cpu_per_audio_s']} CPU-s/audio-s; WER {r['wer']}; NE shown source "
+                  f"{r.get('ne_source_shown')}", file=sys.stderr)
+    results = {name: combine(rs) for name, rs in runs.items()}
     from core.settings import Settings
 
     # the app out of the box: the default engine, translating (None when that one was not run)
@@ -349,7 +384,7 @@ def run(quick: bool, configs: list[str], target: str, overrides: list[str] = ())
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),
-        "default": default, "overrides": list(overrides), "configurations": results,
+        "default": default, "overrides": list(overrides), "repeats": repeats, "configurations": results,
     }
 
 
@@ -357,19 +392,25 @@ def table(result: dict) -> str:
     """The Markdown table of a run."""
     rows = ["| configuration | first seen p50 / p90 (s) | committed p50 / p90 (s) | translation p50 / p90 (s) "
             "| translation after commit p50 (s) | update interval p50 (s) | CPU-s per audio-s | WER | peak RSS (MB) "
-            "| NE source / translation |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "| NE source / translation | NE shown source / translation |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
 
-    def f(v):
-        return "–" if v is None else f"{v:.2f}"
+    def f(r, key, fmt="{:.2f}"):
+        v = r.get(key)
+        if v is None:
+            return "–"
+        low_high = (r.get("spread") or {}).get(key)
+        text = fmt.format(v)
+        return f"{text} ({fmt.format(low_high[0])}–{fmt.format(low_high[1])})" if low_high else text
 
     for name, r in result["configurations"].items():
         mark = " (default)" if name == result["default"] else ""
         rows.append(
-            f"| {name}{mark} | {f(r['first_seen_p50'])} / {f(r['first_seen_p90'])} | {f(r['committed_p50'])} / "
-            f"{f(r['committed_p90'])} | {f(r['translation_p50'])} / {f(r['translation_p90'])} | "
-            f"{f(r['translation_after_commit_p50'])} | {f(r['update_interval_p50'])} | {f(r['cpu_per_audio_s'])} | "
-            f"{100 * r['wer']:.1f}% | {r['peak_rss_mb']:.0f} | {f(r['ne_source'])} / {f(r['ne_translation'])} |")
+            f"| {name}{mark} | {f(r, 'first_seen_p50')} / {f(r, 'first_seen_p90')} | {f(r, 'committed_p50')} / "
+            f"{f(r, 'committed_p90')} | {f(r, 'translation_p50')} / {f(r, 'translation_p90')} | "
+            f"{f(r, 'translation_after_commit_p50')} | {f(r, 'update_interval_p50')} | {f(r, 'cpu_per_audio_s')} | "
+            f"{f(r, 'wer', '{:.1%}')} | {f(r, 'peak_rss_mb', '{:.0f}')} | {f(r, 'ne_source')} / "
+            f"{f(r, 'ne_translation')} | {f(r, 'ne_source_shown', '{:.3f}')} / {f(r, 'ne_translation_shown')} |")
     return "\n".join(rows)
 
 
@@ -452,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="de")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="write the per-sentence latency plot (PNG) here")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds over the configurations, interleaved (median and min–max spread)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every configuration (e.g. asr.min_chunk_s=0.5)")
     parser.add_argument("--write-docs", action="store_true")
@@ -469,14 +512,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
     else:
-        result = run(args.quick, configs, args.target, args.set)
+        result = run(args.quick, configs, args.target, args.set, max(1, args.repeats))
     print(table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     if args.plot:
         plot(result, Path(args.plot))
     if args.write_docs:
-        write_docs(result, "sotto bench live" + (" --quick" if result["quick"] else ""))
+        repeats = result.get("repeats", 1)
+        names = ",".join(result["configurations"])
+        write_docs(result, "sotto bench live" + (" --quick" if result["quick"] else "")
+                   + (f" --repeats {repeats}" if repeats > 1 else "")
+                   + (f' --configs "{names}"' if list(result["configurations"]) != list(CONFIGURATIONS) else ""))
     return 0
 
 

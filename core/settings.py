@@ -70,8 +70,9 @@ class ASRSettings:
     calibrate: bool = True  # tune threshold, longest draft and lazy drafter for this machine (measured once, stored)
     language: str = "en"
     compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
-    # speculative engine: auto = float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
-    compute_dtype: str = field(default="auto", metadata=_choices("auto", "float32", "float16", "bfloat16"))
+    # auto: faster-whisper int8 on the CPU where it runs (core.compute.ct2_compute_type), float16 on CUDA;
+    # the speculative engine float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
+    compute_dtype: str = field(default="auto", metadata=_choices("auto", "float32", "float16", "bfloat16", "int8"))
     min_chunk_s: float = field(default=0.5, metadata=_range(0.2, 10.0))  # in real time: more on a slow machine
     buffer_trim_s: float = field(default=8.0, metadata=_range(5.0, 28.0))
     vad: bool = True
@@ -107,6 +108,10 @@ class CaptionSettings:
     mask_k: int = field(default=3, metadata=_range(0, 10))
     mask_mode: str = field(default="display", metadata=_choices("display", "draft"))
     show_at_pause: bool = True  # when the speaker pauses, the partial line is shown whole (no mask-k)
+    # the source's unconfirmed words: "heard" = each shown once source_hold_s of speech follows it
+    # (core.captions.policy), "words" = the last mask_k hidden, as for the translation
+    source_mask: str = field(default="heard", metadata=_choices("heard", "words"))
+    source_hold_s: float = field(default=0.3, metadata=_range(0.0, 5.0))
 
 
 @dataclass

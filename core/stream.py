@@ -79,9 +79,10 @@ class TranscriptUpdate:
 
     ``sentences`` are the sentences finished by this update (never repeated);
     ``committed`` is the committed start of the partial sentence and
-    ``tentative`` the unconfirmed rest of the hypothesis. ``paused``: the speaker
-    paused after it (voice activity ended), so the tentative words were decoded
-    with silence after them rather than cut off mid-speech.
+    ``tentative`` the unconfirmed rest of the hypothesis, whose words (with their
+    times) are ``tentative_words``. ``paused``: the speaker paused after it (voice
+    activity ended), so the tentative words were decoded with silence after them
+    rather than cut off mid-speech.
     """
 
     sentences: list[Sentence]
@@ -93,6 +94,7 @@ class TranscriptUpdate:
     final: bool = False
     speaker: str = ""
     paused: bool = False
+    tentative_words: tuple[Word, ...] = ()
 
     @property
     def partial(self) -> str:

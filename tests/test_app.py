@@ -552,6 +552,24 @@ def test_show_at_pause_switch_shows_the_setting_and_asks_to_change_it(qtbot, app
     assert blocker.args == ["captions.show_at_pause", True]
 
 
+def test_source_mask_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert panel.source_mask.currentData() == "heard" and panel.source_hold.value() == 0.3
+    panel.load(Settings().with_value("captions.source_mask", "words").with_value("captions.source_hold_s", 0.8))
+    assert panel.source_mask.currentData() == "words" and panel.source_hold.value() == 0.8
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.source_mask.setCurrentIndex(panel.source_mask.findData("heard"))
+    assert blocker.args == ["captions.source_mask", "heard"]
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.source_hold.setValue(0.5)
+    assert blocker.args == ["captions.source_hold_s", 0.5]
+
+
 def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
     """Caption from: the microphone, the default output's sound, each output the controller listed,
     the demo; choosing one asks for that `audio.source`, and a saved one is shown again."""

@@ -50,8 +50,10 @@ def test_device_and_precision_choice(monkeypatch):
     assert torch_dtype_name("auto", "cuda") == torch_dtype_name("auto", "cuda:0") == "float16"
     assert torch_dtype_name("auto", "mps") == "float16"
     assert torch_dtype_name("bfloat16", "cpu") == "bfloat16" and torch_dtype_name("float32", "cuda") == "float32"
+    # int8 is the faster-whisper engine's precision: for the speculative engine it means auto
+    assert torch_dtype_name("int8", "cpu") == "float32" and torch_dtype_name("int8", "cuda") == "float16"
     with pytest.raises(ValueError):
-        torch_dtype_name("int8", "cpu")
+        torch_dtype_name("int4", "cpu")
     # the order of the search, with what torch reports faked (this machine has neither GPU)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
@@ -204,3 +206,32 @@ def test_llama_load_checks_whether_batched_verification_is_exactly_greedy(store)
         assert runner.tokens == []
     finally:
         runner.close()
+
+
+def test_faster_whisper_precision_follows_the_machine(store, jfk, shared):
+    """``asr.compute_dtype`` for the default engine: auto is int8 where CTranslate2 runs it on this
+    CPU (else float32), a named precision is kept, and one this machine cannot run is refused with a
+    sentence that names what it can, not a crash; the int8 engine transcribes a real recording."""
+    import ctranslate2
+
+    from core.captions import normalize_english, word_error_rate
+    from core.compute import ct2_compute_type
+    from core.errors import ModelError
+    from core.session.engines import create_asr_engine
+    from core.settings import Settings
+
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    auto = "int8" if "int8" in supported else "float32"
+    assert ct2_compute_type("auto", "cpu") == auto
+    assert ct2_compute_type("float32", "cpu") == "float32"
+    engine = create_asr_engine(Settings(), store)
+    assert engine.compute_type == auto
+    text = engine.transcribe(jfk, "", "en").text
+    wer = word_error_rate(normalize_english((shared / "asr" / "jfk.txt").read_text()), normalize_english(text))
+    assert wer <= 0.1, (wer, text)
+    assert create_asr_engine(Settings().with_value("asr.compute_dtype", "float32"), store).compute_type == "float32"
+    refused = [t for t in ("bfloat16", "float16") if t not in supported]
+    for dtype in refused:
+        with pytest.raises(ModelError, match=f"cannot run the speech model in {dtype}; set asr.compute_dtype"):
+            create_asr_engine(Settings().with_value("asr.compute_dtype", dtype), store)
+    print("CTranslate2 on this CPU:", sorted(supported), "auto =", auto, "refused:", refused)

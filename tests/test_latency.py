@@ -170,8 +170,10 @@ def test_a_short_tail_is_not_encoded_again_and_a_long_one_is(store, reading):
     end of a stream, and the words are faster-whisper's own."""
     from core.asr.engine import TAIL_S, FasterWhisperEngine
 
-    two = FasterWhisperEngine(store.resolve("whisper-tiny.en"), one_pass=False)
-    one = FasterWhisperEngine(store.resolve("whisper-tiny.en"))
+    # float32: these windows were chosen for its output (in int8 the first one's last segment ends
+    # with a single timestamp, so faster-whisper makes no second pass to skip)
+    two = FasterWhisperEngine(store.resolve("whisper-tiny.en"), one_pass=False, compute_type="float32")
+    one = FasterWhisperEngine(store.resolve("whisper-tiny.en"), compute_type="float32")
     two_calls, one_calls = _count_encodes(two), _count_encodes(one)
 
     short = reading[100 * 16000:112 * 16000]
@@ -234,3 +236,24 @@ def test_decodes_come_every_min_chunk_or_as_often_as_the_machine_affords(tiny_en
             assert pipe._chunk_seconds() == settings.asr.min_chunk_s
         finally:
             pipe._close_translation(cancel=True)
+
+
+def test_repeated_live_runs_report_the_median_and_the_spread():
+    """`sotto bench live --repeats N`: each reading is the median of the runs with (min, max)
+    beside it, the per-sentence latencies come from the median run, and the table shows the spread."""
+    from bench.live import combine, table
+
+    def one(first_seen, cpu, ne):
+        return {"first_seen_p50": first_seen, "first_seen_p90": first_seen + 1, "cpu_per_audio_s": cpu,
+                "wer": 0.07, "peak_rss_mb": 700.0, "ne_source_shown": ne, "committed_p50": None,
+                "per_sentence": {"first_seen": [first_seen]}}
+
+    got = combine([one(1.4, 1.5, 0.1), one(1.0, 1.6, 0.0), one(1.2, 1.4, 0.3)])
+    assert got["first_seen_p50"] == 1.2 and got["spread"]["first_seen_p50"] == [1.0, 1.4]
+    assert got["cpu_per_audio_s"] == 1.5 and got["spread"]["cpu_per_audio_s"] == [1.4, 1.6]
+    assert got["per_sentence"]["first_seen"] == [1.2] and len(got["runs"]) == 3
+    assert got["committed_p50"] is None and "committed_p50" not in got["spread"]
+    assert combine([one(1.0, 1.0, 0.0)]) == one(1.0, 1.0, 0.0)
+    row = table({"default": "a", "configurations": {"a": got}}).splitlines()[-1]
+    assert row.startswith("| a (default) | 1.20 (1.00–1.40) / 2.20 (2.00–2.40) |"), row
+    assert "7.0% (7.0%–7.0%)" in row and "0.100 (0.000–0.300)" in row

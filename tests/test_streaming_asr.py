@@ -98,7 +98,7 @@ def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper
     paused = [u for u in updates if u.paused]
     assert paused, "no update was marked paused"
     assert paused[0].audio_time < second_starts, "the pause was noticed only after the speaker went on"
-    policy = CaptionPolicy(3, "en")
+    policy = CaptionPolicy(3, "en", source_mask="words")  # by time, the pause's 0.5 s would show them anyway
     for update in updates:
         view = policy.on_transcript(update)
         if update is paused[0]:
@@ -106,6 +106,31 @@ def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper
     shown = normalize_english(" ".join([*(line.sentence.text for line in view.lines), view.partial.shown_source]))
     assert shown.endswith("quarterly report"), shown
     assert view.partial.hidden_tokens == 0
+
+
+def test_unconfirmed_words_show_once_speech_is_heard_after_them(tiny_engine, jfk):
+    """Each update carries its tentative words with their times; the caption policy shows exactly
+    those with 0.3 s of audio after them (a prefix), which on this recording puts words on screen
+    that mask-3 would still hide."""
+    from core.captions import CaptionPolicy
+    from core.captions.policy import mask_tokens
+
+    _, _, updates = transcribe_stream(tiny_engine, jfk, chunk_s=0.5)
+    policy = CaptionPolicy(3, "en")
+    sooner = 0
+    for update in updates:
+        assert "".join(w.text for w in update.tentative_words).strip() == update.tentative.strip()
+        view = policy.on_transcript(update)
+        if update.final or update.paused:
+            continue
+        heard = 0
+        while (heard < len(update.tentative_words)
+               and update.audio_time - update.tentative_words[heard].end >= 0.3 - 1e-6):
+            heard += 1
+        shown = view.partial.shown_tentative.split()
+        assert shown == update.tentative.split()[:heard], (shown, update.tentative, update.audio_time)
+        sooner += len(shown) > len(mask_tokens(update.tentative, 3)[0].split())
+    assert sooner, "no update showed a word that mask-3 hid"
 
 
 # -- hallucinated loops (found by `sotto bench soak`: after 35 minutes one decode of dots, fed back

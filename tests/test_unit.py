@@ -151,6 +151,40 @@ def test_caption_policy_masks_partial_lines_only():
         assert policy.view(final=True).partial.hidden_tokens == 0
 
 
+def test_caption_policy_shows_a_spoken_word_once_speech_is_heard_after_it():
+    """source_mask "heard": a tentative word is shown once source_hold_s of audio follows it, as a
+    prefix (never a word before the words it follows); "words" is mask-k; a final update shows all."""
+    from core.captions import CaptionPolicy
+    from core.stream import TranscriptUpdate, Word
+
+    words = (Word(1.0, 1.3, " open"), Word(1.3, 1.5, " the"), Word(1.9, 2.2, " quarterly"),
+             Word(2.2, 2.6, " report."))
+
+    def asr(audio_time, tentative=words, final=False):
+        return TranscriptUpdate([], "please", "".join(w.text for w in tentative), audio_time, 3.0,
+                                final=final, tentative_words=tentative)
+
+    policy = CaptionPolicy(3, "en")
+    assert policy.source_mask == "heard" and policy.source_hold_s == 0.3
+    view = policy.on_transcript(asr(2.0))  # "open" and "the" heard 0.7 and 0.5 s ago, "quarterly" not yet
+    assert view.partial.shown_source == "please open the" and view.partial.hidden_tokens == 2
+    assert policy.on_transcript(asr(2.5)).partial.shown_source == "please open the quarterly"
+    view = policy.on_transcript(asr(2.9))
+    assert view.partial.shown_source == "please open the quarterly report." and view.partial.hidden_tokens == 0
+    # a prefix: a late word that is heard long ago cannot show while one before it is not yet heard
+    odd = (Word(1.0, 2.8, " open"), Word(1.3, 1.5, " the"))
+    assert policy.on_transcript(asr(2.9, odd)).partial.shown_source == "please"
+    # with nothing committed the line starts at the first shown word
+    policy.on_transcript(TranscriptUpdate([], "", "open the", 2.0, 3.0, tentative_words=words[:2]))
+    assert policy.view().partial.shown_source == "open the"
+    policy.source_hold_s = 1.0
+    assert policy.on_transcript(asr(2.0)).partial.shown_source == "please"
+    # mask-k on the source instead: the last three words hidden whatever was heard after them
+    policy = CaptionPolicy(3, "en", source_mask="words")
+    assert policy.on_transcript(asr(9.0)).partial.shown_source == "please open"
+    assert policy.on_transcript(asr(9.0, final=True)).partial.shown_source == "please open the quarterly report."
+
+
 def test_caption_policy_shows_the_whole_line_while_the_speaker_pauses():
     from core.captions import CaptionPolicy
     from core.stream import TranscriptUpdate

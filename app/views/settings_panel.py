@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QCheckBox, QColorDialog, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
+    QCheckBox, QColorDialog, QComboBox, QDialog, QDoubleSpinBox, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
     QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -22,7 +22,9 @@ from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
              "a little less accurate; 0 gives exactly plain greedy decoding.")
 MASK_HELP = ("Hides the last k words of an unfinished line until they settle. Display only: the translator "
-             "still sees them; in the draft: they are also left out of the translator's draft.")
+             "still sees them; in the draft: they are also left out of the translator's draft. Spoken words "
+             "not yet confirmed are shown once a little speech has been heard after them (or, if you choose, "
+             "the last k are hidden too).")
 
 
 def _ints(bounds: tuple[float, float]) -> tuple[int, int]:
@@ -175,6 +177,15 @@ class SettingsPanel(QDialog):
         form.addRow("Mask-k (hidden unstable words)", self.mask_k)
         self.mask_mode = _combo([("display", "Display only"), ("draft", "Also in the translator's draft")])
         form.addRow("Mask mode", self.mask_mode)
+        self.source_mask = _combo([("heard", "Shown once speech is heard after them"),
+                                   ("words", "The last k hidden, like the translation")])
+        form.addRow("Unconfirmed spoken words", self.source_mask)
+        self.source_hold = QDoubleSpinBox()
+        self.source_hold.setRange(*value_range("captions.source_hold_s"))
+        self.source_hold.setSingleStep(0.1)
+        self.source_hold.setDecimals(1)
+        self.source_hold.setSuffix(" s")
+        form.addRow("Speech heard after a word", self.source_hold)
         self.show_at_pause = QCheckBox("Show the whole line when the speaker pauses")
         form.addRow("", self.show_at_pause)
         mask_help = QLabel(MASK_HELP)
@@ -191,6 +202,10 @@ class SettingsPanel(QDialog):
         self.mask_mode.currentIndexChanged.connect(
             lambda: self.change_requested.emit("captions.mask_mode", self.mask_mode.currentData()))
         self.show_at_pause.toggled.connect(lambda on: self.change_requested.emit("captions.show_at_pause", on))
+        self.source_mask.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("captions.source_mask", self.source_mask.currentData()))
+        self.source_hold.valueChanged.connect(
+            lambda v: self.change_requested.emit("captions.source_hold_s", round(v, 1)))
         return w
 
     def _beta_action(self, action: int) -> None:
@@ -411,6 +426,8 @@ class SettingsPanel(QDialog):
             self.mask_k.setValue(settings.captions.mask_k)
             _select(self.mask_mode, settings.captions.mask_mode)
             self.show_at_pause.setChecked(settings.captions.show_at_pause)
+            _select(self.source_mask, settings.captions.source_mask)
+            self.source_hold.setValue(settings.captions.source_hold_s)
             _select(self.bias_scope, settings.translation.bias_scope)
             _select(self.spoken, settings.asr.language)
             _select(self.target, settings.translation.target)

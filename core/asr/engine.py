@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from .. import logger
-from ..compute import COMPUTE_GATE, cuda_available
+from ..compute import COMPUTE_GATE, ct2_compute_type, cuda_available
 from ..errors import Interrupted, ModelMemoryError, out_of_memory
 from ..stream import Word
 
@@ -49,7 +49,8 @@ def default_threads() -> int:
 
 
 class FasterWhisperEngine(ASREngine):
-    """faster-whisper greedy decoding with word timestamps (the baseline engine)."""
+    """faster-whisper greedy decoding with word timestamps (the baseline engine); ``compute_type``
+    is ``asr.compute_dtype`` (``auto``: :func:`core.compute.ct2_compute_type`)."""
 
     def __init__(
         self,
@@ -60,14 +61,17 @@ class FasterWhisperEngine(ASREngine):
         one_pass: bool = True,
     ) -> None:
 
-        if compute_type == "auto":
-            # Measured on tiny.en, 2 cores: float32 is as fast as int8 and int8 hallucinated loops
-            # on spontaneous speech (WER 1.41 vs 0.19 on mfa_acoustic_corpus).
-            compute_type = "float32" if device == "cpu" else "float16"
         if device == "auto":
             device = "cuda" if cuda_available() else "cpu"
+        try:
+            compute_type = ct2_compute_type(compute_type, device)
+        except ValueError as exc:
+            from ..errors import ModelError
+
+            raise ModelError(str(exc)) from exc
         self.name = f"faster-whisper:{Path(model_path).name}"
         self.model_name = Path(model_path).name  # the store folder's name is the model's
+        self.compute_type = compute_type
         try:
             self.model = _one_pass_model_class()(
                 str(model_path),

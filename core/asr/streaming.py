@@ -324,7 +324,8 @@ class StreamingTranscriber:
     def _update(self, sentences: list[Sentence], final: bool = False, paused: bool = False) -> TranscriptUpdate:
         timings, self._pending_timings = self._pending_timings, StageTimings()
         committed = "".join(w.text for w in self._sentence_words)
-        tentative = "" if final else "".join(w.text for w in self.hyp.tentative())
+        tentative_words = () if final else tuple(self.hyp.tentative())
+        tentative = "".join(w.text for w in tentative_words)
         if not committed.strip():
             tentative = tentative.lstrip()
         return TranscriptUpdate(
@@ -336,6 +337,7 @@ class StreamingTranscriber:
             timings=timings,
             final=final,
             paused=paused,
+            tentative_words=tentative_words,
         )
 
     @property

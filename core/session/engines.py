@@ -52,7 +52,7 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)
-    return FasterWhisperEngine(path, device=settings.asr.compute_device)
+    return FasterWhisperEngine(path, device=settings.asr.compute_device, compute_type=settings.asr.compute_dtype)
 
 
 def create_translator(

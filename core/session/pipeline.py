@@ -193,7 +193,8 @@ class CaptionPipeline:
         cap = self.settings.captions
         return CaptionPolicy(cap.mask_k, self.settings.asr.language, self._target,
                              translation_mask_k=_translation_mask_k(self.settings),
-                             show_at_pause=cap.show_at_pause, speakers=speakers)
+                             show_at_pause=cap.show_at_pause, source_mask=cap.source_mask,
+                             source_hold_s=cap.source_hold_s, speakers=speakers)
 
     def apply_settings(self, settings: Settings) -> None:
         """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
@@ -201,6 +202,8 @@ class CaptionPipeline:
             self.policy.mask_k = settings.captions.mask_k
             self.policy.translation_mask_k = _translation_mask_k(settings)
             self.policy.show_at_pause = settings.captions.show_at_pause
+            self.policy.source_mask = settings.captions.source_mask
+            self.policy.source_hold_s = settings.captions.source_hold_s
             self.settings = settings
         if self.translation_engine is not None:
             self.translation_engine.configure(*translator_knobs(settings))
