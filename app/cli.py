@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.models)
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
-    p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "soak", "bias"))
+    p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
+                                        "bias"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

@@ -257,3 +257,24 @@ def test_repeated_live_runs_report_the_median_and_the_spread():
     row = table({"default": "a", "configurations": {"a": got}}).splitlines()[-1]
     assert row.startswith("| a (default) | 1.20 (1.00–1.40) / 2.20 (2.00–2.40) |"), row
     assert "7.0% (7.0%–7.0%)" in row and "0.100 (0.000–0.300)" in row
+
+
+def test_the_mask_study_replays_each_rule_as_the_caption_policy_shows_it():
+    """`sotto bench masks` replays recorded updates under each rule; its rules must show what the
+    caption policy shows for the same update (else the study would measure another policy)."""
+    from bench.masks import shown_words
+    from core.captions import CaptionPolicy
+    from core.stream import TranscriptUpdate, Word
+
+    words = (Word(0.0, 0.4, " so"), Word(0.5, 0.9, " here"), Word(1.0, 1.3, " we"), Word(1.35, 1.6, " are."))
+    for t in (1.0, 1.4, 1.65, 1.9, 2.5):
+        for paused in (False, True):
+            update = TranscriptUpdate([], "", "".join(w.text for w in words), t, 2.0, paused=paused,
+                                      tentative_words=words)
+            recorded = {"t": t, "paused": paused, "tentative": [(w.text, w.end) for w in words]}
+            for rule in ("mask-3", "mask-1", "mask-0", "heard-0.3", "heard-0.8"):
+                kind, _, value = rule.partition("-")
+                policy = (CaptionPolicy(int(value), "en", source_mask="words") if kind == "mask"
+                          else CaptionPolicy(3, "en", source_hold_s=float(value)))
+                shown = policy.on_transcript(update).partial.shown_source
+                assert shown == "".join(w for w, _ in shown_words(recorded, rule)).strip(), (rule, t, paused)

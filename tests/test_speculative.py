@@ -2,9 +2,12 @@
 
 Drafter: the bundled Whisper tiny.en; verifier: the bundled Whisper base (another
 tokenizer, so drafts go through text). Both are converted once from their
-CTranslate2 folders. Divergences are allowed only at near-ties (top-2 logit gap
-below ``NEAR_TIE``), where a batched pass and a one-token pass may order two
-tokens differently; every one is printed with its gap.
+CTranslate2 folders. The verifier runs in float32 on the CPU, where the contract is
+exact (core/asr/speculative/engine.py): every transcript must equal the verifier's
+greedy output token for token; a divergence is printed with its top-2 gap and fails.
+(The largest change of a top-2 gap between a batched and a one-token float32 pass
+measured here is 0.0001; the near-tie tolerances apply to half precision only,
+tests/test_dtype.py.)
 """
 
 from __future__ import annotations
@@ -42,17 +45,16 @@ def _audio(name: str) -> np.ndarray:
 
 
 def _compare(reference, result, label: str) -> tuple[bool, list[str]]:
-    """(identical, near-tie notes). Fails on a divergence that is not a near-tie."""
-    from core.asr.speculative.decoder import NEAR_TIE
-
+    """(True, []) when identical token for token; otherwise prints the divergence with the
+    verifier's top-2 gap there and fails (float32 promises exactly the greedy output)."""
     ref, got = reference.tokens, result.tokens
     if ref == got:
         return True, []
     i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
     gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
     note = f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}): {reference.text!r} vs {result.text!r}"
-    assert gap < NEAR_TIE, note
-    return False, [note]
+    print(note)
+    raise AssertionError(note)
 
 
 def test_conversion_reproduces_the_ctranslate2_greedy_transcript(store, runners, jfk):
@@ -178,7 +180,7 @@ def test_speculative_output_is_the_verifiers_greedy_output(runners, references, 
     else:
         assert tree_rounds == 0
     print("\n".join(notes) or f"{variant}: all {len(CLIPS)} clips identical")
-    assert identical >= len(CLIPS) - 1
+    assert identical == len(CLIPS)
     assert proposed > 0 and accepted / proposed > 0.3, (accepted, proposed)
 
 

@@ -25,15 +25,26 @@ def tr(store):
 
 
 def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
+    """β = 0 (with and without KV reuse) and AR with KV reuse against plain greedy AR, every update.
+
+    Where the runner's load-time check found batched verification bit-identical to one-token
+    decoding (this project's build: llamafile off, prompts in 16-token chunks), the promise is
+    exact: 100% identical, every divergence printed. Only on a backend whose check failed (another
+    build, a GPU) may a divergence remain, and only at a near-tie (top-2 gap ≤ TIE_GAP), because
+    there the two kinds of pass sum in another order."""
     sources = ntrex[:4]
+    exact = tr.runner.batch_invariant
     ar = run_config(tr, Config("ar", None), sources, "de")
     for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True), Config("ar+kv", None, reuse=True)):
         other = run_config(tr, cfg, sources, "de")
         report = identity(ar, other, TIE_GAP)
         for d in report["divergences"]:
             print(f"{cfg.name}: update {d['update']} diverges at token {d['position']}, top-2 gap {d['top2_gap']}")
-        assert all(d["near_tie"] for d in report["divergences"]), (cfg.name, report["divergences"])
-        assert report["identical_fraction"] >= 0.9, (cfg.name, report["identical_fraction"])
+        if exact:
+            assert report["identical"] and report["identical_fraction"] == 1.0, (cfg.name, report["divergences"])
+        else:
+            print(f"{cfg.name}: batched verification is not bit-identical on this backend; near-ties allowed")
+            assert all(d["near_tie"] for d in report["divergences"]), (cfg.name, report["divergences"])
     assert ar.draft_tokens == 0
 
 

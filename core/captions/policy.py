@@ -9,10 +9,11 @@ words never change, and by default by time rather than by count
 speech has been heard after it. The words that change between decodes are the
 ones at the edge of the audio, cut off mid-word or guessed; a word with speech
 after it seldom changes, and three words (mask-3) are about a second of speech.
-Measured on the shared reading (tiny.en, decodes every 0.75 s of audio): a
-sentence's end reaches the screen 0.60 s of audio after it was spoken (p90 0.96)
-with a 0.3 s hold against 0.90 (1.44) with mask-3, at NE shown 0.049 against
-0.030 (0.50 unmasked). ``source_mask = "words"`` is mask-k on the source too.
+Measured by ``sotto bench masks`` (the shared reading's first 120 s, tiny.en, a
+decode every 0.75 s of audio, identical hypotheses for each rule): a sentence's
+end reaches the screen 0.60 s of audio after it was spoken (p90 0.96) with a
+0.3 s hold against 0.90 (1.44) with mask-3, at NE shown 0.049 against 0.030
+(0.50 unmasked). ``source_mask = "words"`` is mask-k on the source too.
 None is hidden while the speaker pauses after them (``show_at_pause``): they were
 decoded with silence after them, and waiting would keep a sentence's end off the
 screen for the whole pause.
