@@ -83,3 +83,15 @@ def test_frozen_translations_have_no_invented_numbering_and_no_loops(recording, 
     assert not numbered, numbered
     assert not echoed, echoed
     assert not looping, looping
+
+
+def test_a_stuttered_sentence_does_not_loop_one_word(translator_de):
+    """Found with int8 speech recognition on mfa_cold_corpus: "so I I'll make different than the..."
+    came out as "so so so so". A word three times in a row is now a loop, cut at its first time."""
+    from core.translate.translator import repeated_word
+
+    result = translator_de.translate("so I I'll make different than the...")
+    words = [w.lower() for w in _WORD.findall(result.text)]
+    print(repr(result.text))
+    assert not any(repeated_word(words[i:i + 3]) for i in range(len(words))), result.text
+    assert not phrase_loop(result.text), result.text

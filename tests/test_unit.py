@@ -131,6 +131,14 @@ def test_repetition_span_detects_loops_only():
     assert repetition_span([4, 1, 1, 1, 1, 1, 1]) == 1
 
 
+def test_a_word_three_times_is_a_loop_and_punctuation_or_digits_are_not():
+    from core.translate.translator import repeated_word
+
+    assert repeated_word(["und", "so", "so", "so"])
+    assert not repeated_word(["so", "so"]) and not repeated_word(["so", "so", "es"])
+    assert not repeated_word(["", "", ""])  # "!!!", "...", the digits of "1000": word_of gives ""
+
+
 def test_caption_policy_masks_partial_lines_only():
     from core.captions import CaptionPolicy
     from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate

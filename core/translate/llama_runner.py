@@ -164,6 +164,7 @@ class LlamaRunner:
         self.bos = self.llm.token_bos()
         self.metadata = dict(self.llm.metadata or {})
         self._stops: dict[int, bool] = {}  # is_stop's answers, per token
+        self._words: dict[int, str] = {}  # word_of's answers, per token
         self.evaluated = 0  # tokens run through the model since load (for metrics)
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
         self.gpu_offload = n_gpu_layers != 0 and self._supports_gpu_offload()
@@ -273,6 +274,16 @@ class LlamaRunner:
                 rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_out, self.n_vocab)).copy())
         out = np.concatenate(rows, axis=0)
         return out[-1] if logits_from is None else out
+
+    def word_of(self, token: int) -> str:
+        """The token's text, stripped and in lower case, when it holds a letter; "" otherwise
+        (punctuation, digits, spaces: a run of those is no loop, "!!!", "1000")."""
+        word = self._words.get(token)
+        if word is None:
+            text = self.llm._model.token_to_piece(token, special=False).decode("utf-8", errors="ignore")
+            word = text.strip().lower() if any(ch.isalpha() for ch in text) else ""
+            self._words[token] = word
+        return word
 
     def is_stop(self, token: int) -> bool:
         """End of generation: end-of-sequence, end-of-turn, any other control token or a newline.

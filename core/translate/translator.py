@@ -82,6 +82,16 @@ def repetition_span(tokens: list[int], repeats: int = 3, max_span: int = 16) -> 
     return 0
 
 
+def repeated_word(words: list[str], repeats: int = 3) -> bool:
+    """Whether the last ``repeats`` tokens are one word over and over ("so so so", also when the
+    first differs from the others only by its leading space, a different token): ``words`` are the
+    tokens' texts as :meth:`LlamaRunner.word_of` gives them ("" for tokens without a letter, which
+    never count). Found by the translation-quality test: a stuttered source ("so I I'll make …")
+    came out as "so so so so", which the token rule (six equal tokens) let through."""
+    tail = words[-repeats:]
+    return len(tail) == repeats and tail[0] != "" and all(w == tail[0] for w in tail)
+
+
 @dataclass
 class _Step:
     """What one decoding produced and what it reused."""
@@ -431,12 +441,14 @@ class LlamaTranslator:
         if self._steps_aside:
             self._yielded += COMPUTE_GATE.yield_to_speech(TRANSLATION)
 
-    @staticmethod
-    def _append(step: "_Step", token: int, logits: np.ndarray) -> bool:
-        """Add an output token; False when it closed a repetition loop (which is cut off)."""
+    def _append(self, step: "_Step", token: int, logits: np.ndarray) -> bool:
+        """Add an output token; False when it closed a repetition loop (which is cut off): a span of
+        tokens repeated (:func:`repetition_span`) or one word three times (:func:`repeated_word`)."""
         step.tokens.append(token)
         step.gaps.append(_top2_gap(logits))
         loop = repetition_span(step.tokens)
+        if not loop and repeated_word([self.runner.word_of(t) for t in step.tokens[-3:]]):
+            loop = 1
         if loop:
             keep = len(step.tokens) - 2 * loop  # keep the first occurrence only
             del step.tokens[keep:]
