@@ -4,8 +4,8 @@ for how much flicker.
 The shared long reading (its first ``--seconds``) goes through the real streaming transcriber
 (the default engine and options) in fast mode, a decode every ``--chunk`` seconds of audio, as
 the live pipeline decodes on a machine that affords that cadence. Every update's committed text
-and tentative words (with their times) are kept, then each display rule is replayed over the same
-updates, so the rules are compared on identical hypotheses:
+and tentative words (with their times) are kept, then replayed through the app's caption policy
+once per display rule, so the rules are compared on identical hypotheses:
 
 - ``mask-K``: the last K tentative words hidden (display-only mask-k);
 - ``heard-S``: a tentative word shown once S seconds of audio follow it (``captions.source_mask
@@ -37,7 +37,7 @@ BEGIN, END = "<!-- masks:begin -->", "<!-- masks:end -->"
 RULES = ("mask-3", "mask-2", "mask-1", "mask-0", "heard-0.2", "heard-0.3", "heard-0.5", "heard-0.8")
 
 
-def record(seconds: float, chunk: float) -> tuple[list[dict], np.ndarray]:
+def record(seconds: float, chunk: float) -> tuple[list, np.ndarray]:
     """The updates of one fast-mode pass over the reading's first ``seconds``, decoding every ``chunk``."""
     from core.audio.decode import SAMPLE_RATE, decode_file
     from core.models import ModelStore
@@ -51,33 +51,26 @@ def record(seconds: float, chunk: float) -> tuple[list[dict], np.ndarray]:
     options = streaming_options(settings)
     options.min_chunk_s = chunk
     transcriber = StreamingTranscriber(create_asr_engine(settings, ModelStore()), options)
-    lines: list[str] = []
     updates = []
     step = int(chunk * SAMPLE_RATE)
     for i in range(0, len(audio), step):
-        for u in transcriber.push(audio[i:i + step]):
-            lines += [s.text for s in u.sentences]
-            updates.append({"t": u.audio_time, "lines": list(lines), "committed": u.committed, "paused": u.paused,
-                            "tentative": [(w.text, w.end) for w in u.tentative_words]})
+        updates += transcriber.push(audio[i:i + step])
     return updates, audio
 
 
-def shown_words(update: dict, rule: str) -> list[tuple[str, float]]:
-    """The tentative words ``rule`` shows for ``update`` (a prefix of them)."""
-    words = update["tentative"]
-    if update["paused"]:
-        return words
+def policy_for(rule: str):
+    """The caption policy that shows the source by ``rule`` (``mask-K`` or ``heard-S``)."""
+    from core.captions import CaptionPolicy
+
     kind, _, value = rule.partition("-")
     if kind == "mask":
-        return words[: max(0, len(words) - int(value))]
-    hold, n = float(value), 0
-    while n < len(words) and update["t"] - words[n][1] >= hold - 1e-6:
-        n += 1
-    return words[:n]
+        return CaptionPolicy(int(value), "en", source_mask="words")
+    return CaptionPolicy(3, "en", source_mask="heard", source_hold_s=float(value))
 
 
-def score(updates: list[dict], audio: np.ndarray, seconds: float, rule: str) -> dict:
-    """First seen (audio seconds, p50/p90) and NE shown of ``rule`` over ``updates``."""
+def score(updates: list, audio: np.ndarray, seconds: float, rule: str) -> dict:
+    """First seen (audio seconds, p50/p90) and NE shown of ``rule`` over ``updates``, replayed
+    through the app's own caption policy."""
     from core.captions.metrics import ErasureMeter
 
     segments = [(s, _speech_end(audio, s, e), text) for s, e, text in _segments(seconds)]
@@ -86,15 +79,17 @@ def score(updates: list[dict], audio: np.ndarray, seconds: float, rule: str) -> 
     for _s, _e, text in segments:
         ref += words_of(text)
         last.append(len(ref))
+    policy = policy_for(rule)
     meter = ErasureMeter("en")
     seen: list[float | None] = [None] * len(segments)
     for u in updates:
-        text = " ".join(u["lines"] + [u["committed"] + "".join(w for w, _ in shown_words(u, rule))])
+        view = policy.on_transcript(u)
+        text = " ".join([*(line.sentence.text for line in view.lines), view.partial.shown_source])
         meter.add(text)
         reach = coverage(words_of(text), ref)
         for k, end in enumerate(last):
             if seen[k] is None and reach >= end:
-                seen[k] = u["t"] - segments[k][1]
+                seen[k] = u.audio_time - segments[k][1]
     got = [v for v in seen if v is not None]
     return {"rule": rule, "first_seen_p50": round(float(np.percentile(got, 50)), 3),
             "first_seen_p90": round(float(np.percentile(got, 90)), 3), "ne_shown": round(meter.value, 4),
@@ -139,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         command = "sotto bench masks" + (f" --seconds {args.seconds:g}" if args.seconds != 120.0 else "") + \
             (f" --chunk {args.chunk}" if args.chunk != "0.5,0.75" else "")
         write_section(BEGIN, END, f"`{command}` — {result['recording']} (first {args.seconds:g} s), "
-                      f"{result['date']}; the same hypotheses for every rule, so the table does not depend on "
-                      f"the machine's speed.\n\n{table(result)}",
+                      f"{result['date']}; the same hypotheses for every rule, replayed through the app's caption "
+                      f"policy, so the table does not depend on the machine's speed.\n\n{table(result)}",
                       "## Live latency: speech to screen (`sotto bench live`)")
     return 0
 

@@ -259,22 +259,15 @@ def test_repeated_live_runs_report_the_median_and_the_spread():
     assert "7.0% (7.0%–7.0%)" in row and "0.100 (0.000–0.300)" in row
 
 
-def test_the_mask_study_replays_each_rule_as_the_caption_policy_shows_it():
-    """`sotto bench masks` replays recorded updates under each rule; its rules must show what the
-    caption policy shows for the same update (else the study would measure another policy)."""
-    from bench.masks import shown_words
-    from core.captions import CaptionPolicy
+def test_the_mask_study_names_its_rules_after_the_caption_policy_settings():
+    """`sotto bench masks` replays updates through the app's CaptionPolicy; each rule name must
+    build the policy it names (a wrong mapping would measure another rule)."""
+    from bench.masks import RULES, policy_for
     from core.stream import TranscriptUpdate, Word
 
     words = (Word(0.0, 0.4, " so"), Word(0.5, 0.9, " here"), Word(1.0, 1.3, " we"), Word(1.35, 1.6, " are."))
-    for t in (1.0, 1.4, 1.65, 1.9, 2.5):
-        for paused in (False, True):
-            update = TranscriptUpdate([], "", "".join(w.text for w in words), t, 2.0, paused=paused,
-                                      tentative_words=words)
-            recorded = {"t": t, "paused": paused, "tentative": [(w.text, w.end) for w in words]}
-            for rule in ("mask-3", "mask-1", "mask-0", "heard-0.3", "heard-0.8"):
-                kind, _, value = rule.partition("-")
-                policy = (CaptionPolicy(int(value), "en", source_mask="words") if kind == "mask"
-                          else CaptionPolicy(3, "en", source_hold_s=float(value)))
-                shown = policy.on_transcript(update).partial.shown_source
-                assert shown == "".join(w for w, _ in shown_words(recorded, rule)).strip(), (rule, t, paused)
+    update = TranscriptUpdate([], "", "".join(w.text for w in words), 1.65, 2.0, tentative_words=words)
+    shown = {rule: policy_for(rule).on_transcript(update).partial.shown_source for rule in RULES}
+    assert shown["mask-3"] == "so" and shown["mask-1"] == "so here we" and shown["mask-0"] == "so here we are."
+    assert shown["heard-0.3"] == "so here we" and shown["heard-0.8"] == "so"
+    assert shown["heard-0.2"] == "so here we"

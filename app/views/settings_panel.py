@@ -11,8 +11,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QCheckBox, QColorDialog, QComboBox, QDialog, QDoubleSpinBox, QDialogButtonBox, QFileDialog, QFontComboBox, QFormLayout, QGridLayout,
-    QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
+    QCheckBox, QColorDialog, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFontComboBox,
+    QFormLayout, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from core.models.store import ModelStatus, human_size

@@ -12,7 +12,7 @@ after it seldom changes, and three words (mask-3) are about a second of speech.
 Measured by ``sotto bench masks`` (the shared reading's first 120 s, tiny.en, a
 decode every 0.75 s of audio, identical hypotheses for each rule): a sentence's
 end reaches the screen 0.60 s of audio after it was spoken (p90 0.96) with a
-0.3 s hold against 0.90 (1.44) with mask-3, at NE shown 0.049 against 0.030
+0.3 s hold against 0.90 (1.44) with mask-3, at NE shown 0.049 against 0.026
 (0.50 unmasked). ``source_mask = "words"`` is mask-k on the source too.
 None is hidden while the speaker pauses after them (``show_at_pause``): they were
 decoded with silence after them, and waiting would keep a sentence's end off the
