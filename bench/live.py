@@ -64,6 +64,15 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
                                                                  "pipeline.asr_share": 0.75},
     # the default before asr.compute_dtype auto chose int8 on the CPU
     "faster-whisper tiny.en float32 + translation": {"asr.engine": "faster-whisper", "asr.compute_dtype": "float32"},
+    # the default before the encoder read the window plus padding (asr.encoder_seconds 10) instead of 30 s
+    "faster-whisper tiny.en + translation (30 s encoder)": {"asr.engine": "faster-whisper",
+                                                            "asr.encoder_seconds": 30.0},
+    # unfinished lines translated in at most this share of the translator's time (translation.partial_share)
+    "faster-whisper tiny.en + translation (partial share 0.5)": {"asr.engine": "faster-whisper",
+                                                                 "translation.partial_share": 0.5},
+    # the default before translation.partial_share 0.3: the unfinished line re-translated whenever the translator is free
+    "faster-whisper tiny.en + translation (partials whenever free)": {"asr.engine": "faster-whisper",
+                                                                      "translation.partial_share": 1.0},
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},

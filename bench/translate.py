@@ -11,7 +11,13 @@ Tables (shaped like the SSBD paper's):
   3 — β sweep 0 … 1.0 (with KV reuse)
   4 — mask-k 3 and 5, in the draft vs display-only (β=0.2, with KV reuse)
 
-Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--json FILE] [--write-docs]
+With ``--stock-llama DIR`` (a directory holding llama-cpp-python installed from PyPI with its
+default build, llamafile kernels and weight repacking on), plain AR is also timed once with that
+build in a child process, each prompt evaluated in one call: what a user of the stock package would
+run, so the tables show what the exact build costs.
+
+Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--stock-llama DIR]
+                             [--json FILE] [--write-docs]
 """
 
 from __future__ import annotations
@@ -156,7 +162,8 @@ def identity(reference: Run, other: Run, tie_gap: float = 1e-3) -> dict:
             "identical": not divergences, "divergences": divergences}
 
 
-def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int = 3) -> dict:
+def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int = 3,
+                   stock: tuple[str, str] | None = None) -> dict:
     src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()
     ref = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()
     translator.options.target_lang = lang
@@ -164,6 +171,9 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
     side_src, side_ref = src[:n_side], ref[:n_side]
     translator.translate(main_src[0])  # warm-up (first-call allocations)
     log = lambda msg: print(f"[{lang}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    stock_row = None
+    if stock is not None:  # (directory, model): the stock build's plain AR, once
+        stock_row = stock_ar(stock[0], stock[1], lang, n_main)
 
     table2_cfgs = [
         Config("AR (re-translate from scratch)", None),
@@ -202,6 +212,17 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         row["tps_ratio"] = round(row["tps"] / max(ar_tps, 1e-9), 2)
         row["tps_ratio_vs_ar_kv"] = round(row["tps"] / max(kv_tps, 1e-9), 2)
     ident = identity(ar, runs["SSBD β=0 + KV reuse (lossless check)"])
+    if stock_row is not None:
+        row = stock_row
+        outputs = row.pop("outputs")
+        row["identical_to_exact_ar"] = round(sum(a == b for a, b in zip(outputs, ar.outputs))
+                                             / max(len(ar.outputs), 1), 4)
+        row["speedup"] = round(ar.seconds / max(row["seconds"], 1e-9), 2)
+        row["speedup_vs_ar_kv"] = round(ar_kv.seconds / max(row["seconds"], 1e-9), 2)
+        row["tps_ratio"] = round(row["tps"] / max(ar_tps, 1e-9), 2)
+        table2.insert(1, row)
+        log(f"{STOCK_CONFIG}: {row['seconds']} s, chrF {row['chrf']}, "
+            f"{row['identical_to_exact_ar']:.1%} of updates identical to the exact build's AR")
 
     # Tables 3–4 use KV-prefix reuse, so their baseline is AR with the same reuse (AR from scratch
     # would credit the reuse to the bias: β = 0 is greedy + reuse)
@@ -226,6 +247,52 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
     return {"lang": lang, "sentences": n_main, "side_sentences": n_side, "repeats": repeats, "table2": table2,
             "table3": table3,
             "table4": table4, "beta0": ident}
+
+
+STOCK_CONFIG = "AR, stock llama-cpp-python build (prompt in one call; run once)"
+
+
+def stock_ar(stock_dir: str, model: str, lang: str, n: int) -> dict:
+    """Table 2's plain AR with the stock llama-cpp-python build in ``stock_dir``, timed once.
+
+    A process loads one llama.cpp, so the stock build runs in a child process with ``stock_dir``
+    first on its path (run first, so a broken build stops the benchmark before the long part);
+    ``outputs`` (every update's tokens) is compared with the exact build's AR afterwards.
+    """
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(stock_dir).resolve()), str(ROOT)]))
+    proc = subprocess.run([sys.executable, "-m", "bench.translate", "--stock-child", "--model", model,
+                           "--langs", lang, "--sentences", str(n)],
+                          env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the stock llama-cpp-python run failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _stock_child(model: str, lang: str, n: int) -> int:
+    """The child of :func:`stock_ar`: plain AR as the stock package runs it (weights repacked,
+    the prompt evaluated in one call), printed as one JSON line."""
+    import contextlib
+
+    import llama_cpp
+
+    from core.models import ModelStore
+    from core.translate import LlamaTranslator, TranslatorOptions, llama_runner
+    from core.translate import translator as translator_module
+
+    llama_runner._without_weight_repacking = contextlib.nullcontext  # the package's default loading
+    translator_module.PROMPT_CHUNK = 512  # the whole prompt in one llama_decode call (n_batch)
+    src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()[:n]
+    ref = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()[:n]
+    translator = LlamaTranslator(ModelStore().resolve(model), TranslatorOptions(target_lang=lang))
+    translator.translate(src[0])  # warm-up, as for the other configurations
+    run = run_config(translator, Config(STOCK_CONFIG, None), src, lang)
+    translator.close()
+    print(json.dumps({"config": STOCK_CONFIG, **scores(run, ref, lang), "outputs": run.outputs,
+                      "llama_cpp": str(Path(llama_cpp.__file__).parent),
+                      "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip()}))
+    return 0
 
 
 def summary_json(result: dict) -> dict:
@@ -276,6 +343,13 @@ def markdown(result: dict, lang: dict, command: str) -> str:
         lines.append(f"| {r['config']} | {r['chrf']} | {r['bleu']} | {r['ne']:.3f} | {shown} | {ad} | "
                      f"{r['a_o']:.3f} | {r['tps']} | {r['seconds']}{spread} | {r['speedup']}× | "
                      f"{r.get('speedup_vs_ar_kv', '–')}× | {r.get('tps_ratio', '–')} |")
+    stock = next((r for r in lang["table2"] if r["config"] == STOCK_CONFIG), None)
+    if stock is not None:
+        lines += ["", f"The stock build (llama-cpp-python from PyPI as pip builds it: llamafile kernels and weight "
+                  f"repacking on, each prompt in one call) is what exactness is measured against: its plain AR "
+                  f"took {stock['seconds']} s, and {stock['identical_to_exact_ar']:.1%} of its updates are "
+                  "token for token those of the exact build's AR (batch-dependent rounding changes greedy "
+                  "tokens)."]
     b0 = lang["beta0"]
     ties = sum(d["near_tie"] for d in b0["divergences"])
     lines += ["", f"β = 0 vs greedy AR: {b0['identical_fraction']:.1%} of updates identical token for token; "
@@ -316,9 +390,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--langs", default=None, help="comma-separated targets (default de; de,ja,zh without --quick)")
     parser.add_argument("--sentences", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each Table 2 configuration (median, spread)")
+    parser.add_argument("--stock-llama", metavar="DIR",
+                        help="a directory holding llama-cpp-python's stock build (pip install --target DIR "
+                             "llama-cpp-python): its plain AR is timed once beside Table 2")
+    parser.add_argument("--stock-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="write the summary JSON object here")
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
+    if args.stock_child:
+        return _stock_child(args.model, args.langs or "de", args.sentences or 25)
     from core.models import ModelStore
     from core.translate import LlamaTranslator, TranslatorOptions
 
@@ -332,13 +412,16 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "model": args.model,
-        "languages": [bench_language(translator, lang, n_main, n_side, args.repeats) for lang in langs],
+        "languages": [bench_language(translator, lang, n_main, n_side, args.repeats,
+                                     (args.stock_llama, args.model) if args.stock_llama else None)
+                      for lang in langs],
     }
     translator.close()
     result["wall_seconds"] = round(time.time() - t0, 1)
     command = "sotto bench translate" + (" --quick" if args.quick else "") + \
         (f" --langs {args.langs}" if args.langs else "") + (f" --sentences {args.sentences}" if args.sentences else "") + \
         (f" --repeats {args.repeats}" if args.repeats != 3 else "") + \
+        (" --stock-llama DIR" if args.stock_llama else "") + \
         ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs"
     blocks = {lang["lang"]: markdown(result, lang, command) for lang in result["languages"]}
     print("\n\n".join(blocks.values()))

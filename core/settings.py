@@ -73,6 +73,9 @@ class ASRSettings:
     # auto: faster-whisper int8 on the CPU where it runs (core.compute.ct2_compute_type), float16 on CUDA;
     # the speculative engine float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
     compute_dtype: str = field(default="auto", metadata=_choices("auto", "float32", "float16", "bfloat16", "int8"))
+    # faster-whisper: the encoder reads the window plus 2 s of padding, at least this long, instead of
+    # Whisper's 30 s (30: Whisper's own; core.asr.engine.ENCODER_SECONDS says what was measured)
+    encoder_seconds: float = field(default=10.0, metadata=_range(10.0, 30.0))
     min_chunk_s: float = field(default=0.5, metadata=_range(0.2, 10.0))  # in real time: more on a slow machine
     buffer_trim_s: float = field(default=8.0, metadata=_range(5.0, 28.0))
     vad: bool = True
@@ -99,6 +102,10 @@ class TranslationSettings:
     clause_pieces: bool = True  # few-shot prompts: a long sentence clause by clause (small models copy long ones)
     n_gpu_layers: int = field(default=-1, metadata=_range(-1, 999))  # all (a CPU-only build ignores it)
     n_threads: int = field(default=0, metadata=_range(0, 256))
+    # the most of the translator's time that unfinished lines may take (1: whenever it is free); finished
+    # sentences are always translated at once (core.translate.worker). 0.3 keeps two cores at about
+    # 1.0 CPU-s per audio-s with translation (docs/BENCHMARKS.md, live latency)
+    partial_share: float = field(default=0.3, metadata=_range(0.1, 1.0))
 
 
 @dataclass

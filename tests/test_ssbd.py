@@ -203,3 +203,60 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
     # the translator works normally afterwards (the interrupt was cleared)
     assert translator_de.translate("Good morning.").text
     assert "sotto-translate-test" not in [t.name for t in threading.enumerate()]
+
+
+def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never_wait(translator_de):
+    """With partial_share 0.1 a partial waits after each translation nine times that translation's
+    time; a finished sentence submitted during the rest is translated at once, and finish()
+    translates a held partial without waiting for its rest."""
+    import threading
+    import time
+
+    from core.stream import Sentence, TranscriptUpdate
+    from core.translate.streaming import StreamingTranslator
+    from core.translate.worker import TranslationWorker
+
+    streaming = StreamingTranslator(translator_de)
+    calls: list[tuple[float, float, int]] = []  # start, end, finished sentences in the call
+    real_translate = streaming.translate
+
+    def timed(sentences, partial, audio_time, speaker=""):
+        start = time.monotonic()
+        try:
+            return real_translate(sentences, partial, audio_time, speaker)
+        finally:
+            calls.append((start, time.monotonic(), len(sentences)))
+
+    streaming.translate = timed
+    worker = TranslationWorker(name="sotto-translate-share")
+    results, errors, translated = [], [], threading.Event()
+
+    def on_result(update):
+        results.append(update)
+        translated.set()
+
+    worker.begin(streaming, on_result, errors.append, partial_share=0.1)
+    words = "the committee met on tuesday to discuss the budget for the coming year".split()
+    for n in (3, 6, 9):  # partials, each submitted right after the previous translation ended
+        translated.clear()
+        worker.submit(TranscriptUpdate([], " ".join(words[:n]), "", float(n), float(n)))
+        assert translated.wait(60)
+    assert len(calls) == 3
+    # every partial after the first started only after its rest: 9x the previous call's time
+    for (s0, e0, _), (s1, _e1, _) in zip(calls, calls[1:]):
+        assert s1 - e0 >= 9 * (e0 - s0) * 0.95, calls
+    # a finished sentence during a rest goes at once
+    rest_ends = calls[-1][1] + 9 * (calls[-1][1] - calls[-1][0])
+    submitted = time.monotonic()
+    assert submitted < rest_ends
+    worker.submit(TranscriptUpdate([Sentence(0, "The committee met on Tuesday.", 0.0, 2.0)], "", "", 2.0, 2.0))
+    translated.clear()
+    assert translated.wait(60) and calls[-1][2] == 1
+    assert calls[-1][0] < rest_ends, "the finished sentence waited for the partials' rest"
+    # finish(): a partial held by its rest is translated now, not after it
+    worker.submit(TranscriptUpdate([], "we also talked about", "", 3.0, 3.0))
+    asked = time.monotonic()
+    assert worker.finish() == []
+    assert results[-1].partial_source == "we also talked about" and not errors
+    assert calls[-1][0] < asked + 9 * (calls[-1][1] - calls[-1][0]), calls
+    worker.close()

@@ -48,6 +48,41 @@ def default_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+# The speech encoder reads a window padded to at least ENCODER_SECONDS, with at least
+# ENCODER_PAD_S of padding after the audio, instead of Whisper's 30 s (30 = Whisper's own).
+# Measured with tiny.en int8 on two cores, streaming every 0.5 s of audio through the shared long
+# reading and the 16 shared clips (`sotto bench encoder`): an encoder pass costs 0.061 s instead of
+# 0.265 s (the attention over 1500 positions is most of it), and WER is 7.3% / 9.2% (mean of the
+# clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no minimum, decodes loop
+# (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end in padding.
+ENCODER_SECONDS = 10.0
+ENCODER_PAD_S = 2.0
+FRAMES_PER_SECOND = 100  # Whisper's feature frames (10 ms hop); the encoder halves them
+WHISPER_FRAMES = 3000
+
+
+def encoder_frames_rule(seconds: float):
+    """How many feature frames the encoder reads for a segment of ``content`` frames: the content
+    plus ENCODER_PAD_S of padding, at least ``seconds`` worth, at most Whisper's 3000; an even
+    count (the encoder's stride-2 convolution). ``None`` (``seconds`` ≥ 30): always 3000."""
+    if seconds >= WHISPER_FRAMES / FRAMES_PER_SECOND:
+        return None
+    low, pad = int(seconds * FRAMES_PER_SECOND), int(ENCODER_PAD_S * FRAMES_PER_SECOND)
+
+    def frames(content: int) -> int:
+        n = max(low, content + pad)
+        return min(WHISPER_FRAMES, n + n % 2)
+
+    return frames
+
+
+def content_frames(features: np.ndarray) -> int:
+    """Frames of a padded segment that hold audio: faster-whisper pads a segment to 3000 frames
+    with exact zeros, and no frame of real audio's log-mel is all zeros."""
+    filled = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0, axis=0))
+    return int(filled[-1]) + 1 if filled.size else 0
+
+
 class FasterWhisperEngine(ASREngine):
     """faster-whisper greedy decoding with word timestamps (the baseline engine); ``compute_type``
     is ``asr.compute_dtype`` (``auto``: :func:`core.compute.ct2_compute_type`)."""
@@ -59,6 +94,7 @@ class FasterWhisperEngine(ASREngine):
         compute_type: str = "auto",
         cpu_threads: int = 0,
         one_pass: bool = True,
+        encoder_seconds: float = ENCODER_SECONDS,
     ) -> None:
 
         if device == "auto":
@@ -87,6 +123,7 @@ class FasterWhisperEngine(ASREngine):
             raise load_failure(model_path, "whisper-ct2", exc) from exc
         self.multilingual = self.model.model.is_multilingual
         self.one_pass = one_pass
+        self.model.encoder_frames = encoder_frames_rule(encoder_seconds)
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
                    abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
@@ -168,6 +205,7 @@ def _one_pass_model_class():
 
     class OnePassWhisperModel(WhisperModel):
         another_pass = None  # None: every pass faster-whisper makes; else asked before each further one
+        encoder_frames = None  # None: Whisper's 3000 frames; else frames to read for a segment's content
         _passes = 0
 
         def generate_segments(self, features, tokenizer, options, log_progress, encoder_output=None):
@@ -179,6 +217,8 @@ def _one_pass_model_class():
             if self._passes and self.another_pass is not None and not self.another_pass():
                 raise _SecondPass()
             self._passes += 1
+            if self.encoder_frames is not None:
+                features = features[..., :self.encoder_frames(content_frames(features))]
             return super().encode(features)
 
     return OnePassWhisperModel

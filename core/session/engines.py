@@ -10,7 +10,7 @@ from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rule
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
 ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
-                   "calibrate", "compute_device", "compute_dtype")
+                   "calibrate", "compute_device", "compute_dtype", "encoder_seconds")
 TRANSLATOR_KEYS = ("target", "model", "prompt_style", "clause_pieces", "n_threads", "n_gpu_layers", "reuse_prefix")
 
 
@@ -52,7 +52,8 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)
-    return FasterWhisperEngine(path, device=settings.asr.compute_device, compute_type=settings.asr.compute_dtype)
+    return FasterWhisperEngine(path, device=settings.asr.compute_device, compute_type=settings.asr.compute_dtype,
+                               encoder_seconds=settings.asr.encoder_seconds)
 
 
 def create_translator(

@@ -335,7 +335,8 @@ class CaptionPipeline:
         self.translation_engine.clear_interrupt()
         self._streaming_translator = StreamingTranslator(self.translation_engine)
         route = self._shared_worker or (TranslationWorker() if self.realtime else InlineTranslation())
-        route.begin(self._streaming_translator, self._on_translation, self._on_translate_error)
+        route.begin(self._streaming_translator, self._on_translation, self._on_translate_error,
+                    partial_share=self.settings.translation.partial_share)
         return route
 
     def _close_translation(self, cancel: bool) -> None:

@@ -4,6 +4,11 @@ Finished sentences queue in order and are never dropped; the partial sentence
 is latest-only, so while the translator is busy a newer partial replaces an
 older one (stale work never queues up). Waiting uses a condition variable.
 
+Unfinished lines may be given only part of the thread's time (``partial_share``): after a
+translation, the next partial waits until the translator would have worked that share of the
+time, so a small machine's CPU is not spent re-translating a line that changes every half
+second; finished sentences never wait.
+
 The thread outlives caption sessions: :meth:`TranslationWorker.begin` binds a
 session (its :class:`StreamingTranslator` and callbacks), :meth:`finish` ends
 it, either translating what is queued or, with ``cancel=True``, interrupting
@@ -13,6 +18,7 @@ the model at its next call so a stop is quick. :meth:`close` ends the thread.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 from .. import logger
@@ -36,17 +42,25 @@ class TranslationWorker:
         self._busy = False
         self._closing = False
         self._failed = False
+        self._draining = False  # finish() waits: held partials go at once
+        self._partial_share = 1.0
+        self._partials_at = 0.0  # monotonic time before which a partial alone waits
         self.dropped_partials = 0
         self._thread = WorkerThread(name, self._loop)
 
     # -- sessions ----------------------------------------------------------------------------
-    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback) -> None:
-        """Start a session: updates go to ``translator``, results to the callbacks."""
+    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback,
+              partial_share: float = 1.0) -> None:
+        """Start a session: updates go to ``translator``, results to the callbacks; unfinished lines
+        get at most ``partial_share`` of the thread's time (1: whenever it is free)."""
+        if not 0.0 < partial_share <= 1.0:
+            raise ValueError(f"partial_share must be in (0, 1], not {partial_share}")
         translator.engine.clear_interrupt()
         with self._cond:
             self._session = (translator, on_result, on_error)
             self._sentences, self._pending = [], {}
-            self._failed = False
+            self._failed = self._draining = False
+            self._partial_share, self._partials_at = partial_share, 0.0
             self.dropped_partials = 0
 
     @property
@@ -83,10 +97,13 @@ class TranslationWorker:
                 if self._busy:
                     session[0].engine.interrupt()
                 return left
+            self._draining = True
+            self._cond.notify_all()
             self._cond.wait_for(lambda: not self._busy and not self._dirty, timeout)
             left = self._sentences
             self._sentences, self._pending = [], {}
             self._session = None
+            self._draining = False
         return left
 
     def close(self, timeout: float | None = None) -> None:
@@ -106,7 +123,11 @@ class TranslationWorker:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: (self._dirty and self._session is not None) or self._closing)
+                while not self._ready():
+                    if self._closing and not self._dirty:
+                        return
+                    held = self._pending and self._session is not None and not self._sentences
+                    self._cond.wait(max(0.0, self._partials_at - time.monotonic()) if held else None)
                 if self._closing and not self._dirty:
                     return
                 assert self._session is not None
@@ -120,6 +141,7 @@ class TranslationWorker:
                     speaker = sentences[-1].speaker
                     partial, audio_time = translator.last_partial(speaker)[0], sentences[-1].end
                 self._busy = True
+            started = time.monotonic()
             try:
                 result = translator.translate(sentences, partial, audio_time, speaker)
                 if result is not None and self._session is session:  # a cancelled session's result is dropped
@@ -137,9 +159,19 @@ class TranslationWorker:
             finally:
                 with self._cond:
                     self._busy = False
+                    ended = time.monotonic()
+                    self._partials_at = ended + (ended - started) * (1.0 / self._partial_share - 1.0)
                     if self._session is not session:  # the interrupt (if any) has done its job
                         translator.engine.clear_interrupt()
                     self._cond.notify_all()
+
+    def _ready(self) -> bool:
+        """Work to do now (called holding the lock): finished sentences, or a partial whose rest
+        (see ``partial_share``) is over, or any partial while finishing or closing."""
+        if self._session is None or not self._dirty:
+            return False
+        return (bool(self._sentences) or self._draining or self._closing
+                or time.monotonic() >= self._partials_at)
 
     def _fail(self) -> None:
         with self._cond:
@@ -159,8 +191,9 @@ class InlineTranslation:
     def __init__(self) -> None:
         self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
 
-    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback) -> None:
-        """Start a session."""
+    def begin(self, translator: StreamingTranslator, on_result: ResultCallback, on_error: ErrorCallback,
+              partial_share: float = 1.0) -> None:
+        """Start a session (``partial_share`` is for the worker: here every update is translated)."""
         self._session = (translator, on_result, on_error)
 
     def submit(self, update: TranscriptUpdate) -> None:
