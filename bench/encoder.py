@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             (f" --chunk {args.chunk:g}" if args.chunk != 0.5 else "")
         write_section(BEGIN, END, f"`{command}` — {result['model']} ({result['rows'][0]['compute_type']}), "
                       f"streaming in fast mode (a decode every {result['chunk']:g} s of audio) over the shared "
-                      f"long reading and the 16 shared clips, {result['date']}, {result['machine']}.\n\n"
+                      f"long reading{' (first 60 s)' if result['quick'] else ' and the 16 shared clips'}, "
+                      f"{result['date']}, {result['machine']}.\n\n"
                       f"{table(result)}", "## Live latency: speech to screen (`sotto bench live`)")
     return 0
 

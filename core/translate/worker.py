@@ -128,8 +128,6 @@ class TranslationWorker:
                         return
                     held = self._pending and self._session is not None and not self._sentences
                     self._cond.wait(max(0.0, self._partials_at - time.monotonic()) if held else None)
-                if self._closing and not self._dirty:
-                    return
                 assert self._session is not None
                 session = self._session
                 sentences, self._sentences = self._sentences, []
