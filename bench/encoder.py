@@ -12,8 +12,12 @@ got worse than at 30 s by more than 5 points), the encoder's mean time per pass 
 wall time of the whole run, all on this machine. Every length runs in one process on the same
 audio, one after the other.
 
-Usage: sotto bench encoder [--seconds 30,20,15,10] [--chunk 0.5] [--quick] [--json FILE] [--write-docs]
-                           [--from-json FILE]
+With ``--engine speculative`` the same for the speculative engine (tiny.en drafter, base verifier,
+PyTorch), whose transcript is the verifier's greedy output with that encoder; its encoder time is
+the verifier's pass (the drafter's encoder runs only when a decode drafts).
+
+Usage: sotto bench encoder [--engine faster-whisper|speculative] [--seconds 30,20,15,10] [--chunk 0.5]
+                           [--quick] [--json FILE] [--write-docs] [--from-json FILE]
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from pathlib import Path
 
 from .live import READING, SHARED
 
-BEGIN, END = "<!-- encoder:begin -->", "<!-- encoder:end -->"
+MARKERS = {"faster-whisper": ("<!-- encoder:begin -->", "<!-- encoder:end -->"),
+           "speculative": ("<!-- encoder-speculative:begin -->", "<!-- encoder-speculative:end -->")}
 
 
 class _TimedEncoder:
@@ -69,15 +74,35 @@ def stream(engine, settings, audio, chunk: float) -> str:
     return " ".join(s.text for s in sentences)
 
 
-def run(lengths: list[float], chunk: float, quick: bool) -> dict:
-    from core.asr.engine import FasterWhisperEngine
+def build(settings, store, seconds: float, passes: list[float]):
+    """The engine of ``settings`` with the encoder reading ``seconds``, every (verifier) encoder
+    pass timed into ``passes``."""
+    from core.session.engines import create_asr_engine
+
+    engine = create_asr_engine(settings.with_value("asr.encoder_seconds", seconds), store)
+    if settings.asr.engine == "speculative":
+        runner, real = engine.verifier, engine.verifier.encode
+
+        def timed(audio):
+            t0 = time.perf_counter()
+            out = real(audio)
+            passes.append(time.perf_counter() - t0)
+            return out
+
+        runner.encode = timed
+    else:
+        engine.model.model = _TimedEncoder(engine.model.model, passes)
+    return engine
+
+
+def run(lengths: list[float], chunk: float, quick: bool, engine_name: str = "faster-whisper") -> dict:
     from core.audio.decode import decode_file
     from core.captions import normalize_english, word_error_rate
     from core.models import ModelStore
     from core.settings import Settings
 
-    settings = Settings().with_value("asr.engine", "faster-whisper")
-    path = ModelStore().resolve(settings.asr.model)
+    settings = Settings().with_value("asr.engine", engine_name)
+    store = ModelStore()
     files = clips(quick)
     audio = {p.name: decode_file(p)[: 60 * 16000 if quick and p == READING else None] for p in files}
     refs = {}
@@ -90,15 +115,15 @@ def run(lengths: list[float], chunk: float, quick: bool) -> dict:
         refs[p.name] = normalize_english(text)
     rows = []
     for seconds in lengths:
-        engine = FasterWhisperEngine(path, compute_type=settings.asr.compute_dtype, encoder_seconds=seconds)
         passes: list[float] = []
-        engine.model.model = _TimedEncoder(engine.model.model, passes)
+        engine = build(settings, store, seconds, passes)
         t0 = time.perf_counter()
         wers = {name: round(word_error_rate(refs[name], normalize_english(stream(engine, settings, a, chunk))), 4)
                 for name, a in audio.items()}
         row = {"encoder_seconds": seconds, "wer": wers, "reading_wer": wers[READING.name],
                "encoder_pass_s": round(sum(passes) / max(len(passes), 1), 4), "passes": len(passes),
-               "wall_s": round(time.perf_counter() - t0, 1), "compute_type": engine.compute_type}
+               "wall_s": round(time.perf_counter() - t0, 1),
+               "compute_type": getattr(engine, "compute_type", None) or engine.verifier.dtype_name}
         others = [w for name, w in wers.items() if name != READING.name]
         row["clips_mean_wer"] = round(sum(others) / len(others), 4) if others else None
         rows.append(row)
@@ -109,8 +134,10 @@ def run(lengths: list[float], chunk: float, quick: bool) -> dict:
         row["clips_worse"] = (None if full is None else
                               sum(1 for name, w in row["wer"].items()
                                   if name != READING.name and w > full["wer"][name] + 0.05))
+    model = (f"{settings.asr.drafter} → {settings.asr.verifier}, speculative" if engine_name == "speculative"
+             else settings.asr.model)
     return {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-            "model": settings.asr.model, "chunk": chunk, "quick": quick, "rows": rows}
+            "engine": engine_name, "model": model, "chunk": chunk, "quick": quick, "rows": rows}
 
 
 def table(result: dict) -> str:
@@ -128,6 +155,7 @@ def table(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench encoder", description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=sorted(MARKERS), default="faster-whisper", help="the speech engine")
     parser.add_argument("--seconds", default="30,20,15,10", help="encoder lengths to compare (30 = Whisper's)")
     parser.add_argument("--chunk", type=float, default=0.5, help="decode every this many audio seconds")
     parser.add_argument("--quick", action="store_true", help="the reading's first 60 s only")
@@ -139,18 +167,21 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         args.seconds = ",".join(f"{r['encoder_seconds']:g}" for r in result["rows"])
         args.chunk, args.quick = result["chunk"], result["quick"]
+        args.engine = result.get("engine", "faster-whisper")
     else:
-        result = run([float(s) for s in args.seconds.split(",")], args.chunk, args.quick)
+        result = run([float(s) for s in args.seconds.split(",")], args.chunk, args.quick, args.engine)
     print(table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     if args.write_docs:
         from .docs import write_section
 
-        command = "sotto bench encoder" + (" --quick" if args.quick else "") + \
+        command = "sotto bench encoder" + (" --engine speculative" if args.engine == "speculative" else "") + \
+            (" --quick" if args.quick else "") + \
             (f" --seconds {args.seconds}" if args.seconds != "30,20,15,10" else "") + \
             (f" --chunk {args.chunk:g}" if args.chunk != 0.5 else "")
-        write_section(BEGIN, END, f"`{command}` — {result['model']} ({result['rows'][0]['compute_type']}), "
+        begin, end = MARKERS[args.engine]
+        write_section(begin, end, f"`{command}` — {result['model']} ({result['rows'][0]['compute_type']}), "
                       f"streaming in fast mode (a decode every {result['chunk']:g} s of audio) over the shared "
                       f"long reading{' (first 60 s)' if result['quick'] else ' and the 16 shared clips'}, "
                       f"{result['date']}, {result['machine']}.\n\n"

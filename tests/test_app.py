@@ -570,6 +570,27 @@ def test_source_mask_controls_show_the_settings_and_ask_to_change_them(qtbot, ap
     assert blocker.args == ["captions.source_hold_s", 0.5]
 
 
+def test_speed_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):
+    """The Compute tab shows asr.encoder_seconds and translation.partial_share; changing them asks
+    for the setting (seconds as a float, the share as a fraction)."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert panel.encoder_seconds.value() == 10 and panel.partial_share.value() == 30
+    assert (panel.encoder_seconds.minimum(), panel.encoder_seconds.maximum()) == (10, 30)
+    assert (panel.partial_share.minimum(), panel.partial_share.maximum()) == (10, 100)
+    panel.load(Settings().with_value("asr.encoder_seconds", 30.0).with_value("translation.partial_share", 1.0))
+    assert panel.encoder_seconds.value() == 30 and panel.partial_share.value() == 100
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.encoder_seconds.setValue(15)
+    assert blocker.args == ["asr.encoder_seconds", 15.0]
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.partial_share.setValue(50)
+    assert blocker.args == ["translation.partial_share", 0.5]
+
 def test_audio_tab_offers_system_audio_and_each_output(qtbot, app_dirs):
     """Caption from: the microphone, the default output's sound, each output the controller listed,
     the demo; choosing one asks for that `audio.source`, and a saved one is shown again."""

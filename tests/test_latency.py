@@ -253,6 +253,36 @@ def test_the_encoder_reads_the_window_plus_padding_and_hears_as_well(store, shar
     assert wer_short <= wer_full + 0.01
 
 
+
+def test_the_speculative_runner_reads_the_same_frames_through_the_same_encoder_layers(store, shared):
+    """The speculative engine's PyTorch runner cuts the features as the default engine does (an 11 s
+    clip: 1300 frames; a 3 s clip: 1000; 3000 with encoder_seconds 30). transformers' encoder refuses
+    fewer than 3000 frames, so the runner runs its layers itself: on 3000 frames that equals the
+    library's forward bit for bit, and with the short encoder the verifier still hears the clip."""
+    import torch
+
+    from core.asr.speculative.decoder import greedy_decode
+    from core.asr.speculative.runtime import WhisperRunner
+    from core.audio.decode import decode_file
+    from core.captions import normalize_english, word_error_rate
+
+    short = WhisperRunner(store.resolve("whisper-tiny.en"), encoder_seconds=10.0)
+    full = WhisperRunner(store.resolve("whisper-tiny.en"), encoder_seconds=30.0)
+    jfk = decode_file(shared / "asr" / "jfk.flac")
+    three = decode_file(shared / "asr" / "librispeech_1089-134686-0001.flac")
+    assert [short.features(a).shape[-1] for a in (jfk, three)] == [1300, 1000]
+    assert [full.features(a).shape[-1] for a in (jfk, three)] == [3000, 3000]
+    features = full.features(jfk)
+    with torch.inference_mode():
+        library = full.model.model.encoder(features).last_hidden_state
+        ours = full._encode_short(features)
+    assert ours.shape == library.shape == (1, 1500, 384) and torch.equal(ours, library)
+    assert short.encode(jfk).shape == (1, 650, 384)
+    ref = normalize_english((shared / "asr" / "jfk.txt").read_text())
+    heard = {n: normalize_english(greedy_decode(r, jfk).text) for n, r in (("10 s", short), ("30 s", full))}
+    print(heard)
+    assert word_error_rate(ref, heard["10 s"]) <= max(0.1, word_error_rate(ref, heard["30 s"])), heard
+
 # -- lines end at clauses --------------------------------------------------------------------------
 def test_lines_end_at_clauses_pauses_or_the_word_limit_and_never_lose_a_word(tiny_engine, reading):
     from conftest import transcribe_stream

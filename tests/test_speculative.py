@@ -58,16 +58,19 @@ def _compare(reference, result, label: str) -> tuple[bool, list[str]]:
 
 
 def test_conversion_reproduces_the_ctranslate2_greedy_transcript(store, runners, jfk):
-    """CT2 → PyTorch conversion: the same greedy tokens as CTranslate2 itself on the same prompt."""
+    """CT2 → PyTorch conversion: the same greedy tokens as CTranslate2 itself on the same prompt and
+    the same features (the frames the runner's encoder reads: 1300 for jfk with the 10 s encoder,
+    3000 with Whisper's 30 s)."""
     from faster_whisper import WhisperModel
-    from faster_whisper.feature_extractor import FeatureExtractor
 
     from core.asr.speculative import WhisperRunner, greedy_decode
 
     exact_tiny = WhisperRunner(store.resolve("whisper-tiny.en"))  # the fixture's drafter is int8
-    for runner, name in zip((exact_tiny, runners[1]), ("whisper-tiny.en", "whisper-base")):
+    full_tiny = WhisperRunner(store.resolve("whisper-tiny.en"), encoder_seconds=30.0)
+    for runner, name in zip((exact_tiny, full_tiny, runners[1]), ("whisper-tiny.en", "whisper-tiny.en", "whisper-base")):
         ct2 = WhisperModel(str(store.resolve(name)), device="cpu", compute_type="float32")
-        features = FeatureExtractor(feature_size=runner.num_mel_bins)(jfk, padding=480000 - len(jfk))[:, :3000]
+        features = runner.features(jfk)[0].float().cpu().numpy()
+        assert features.shape[-1] == (3000 if runner is full_tiny else 1300)
         prompt = runner.prompt("", "en")
         import ctranslate2
 

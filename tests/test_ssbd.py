@@ -207,8 +207,9 @@ def test_translation_worker_outlives_sessions_and_cancels_quickly(translator_de)
 
 def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never_wait(translator_de):
     """With partial_share 0.1 a partial waits after each translation nine times that translation's
-    time; a finished sentence submitted during the rest is translated at once, and finish()
-    translates a held partial without waiting for its rest."""
+    time; a finished sentence submitted during the rest is translated at once, a share changed
+    mid-session applies to the partial already waiting, and finish() translates a held partial
+    without waiting for its rest."""
     import threading
     import time
 
@@ -253,6 +254,15 @@ def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never
     translated.clear()
     assert translated.wait(60) and calls[-1][2] == 1
     assert calls[-1][0] < rest_ends, "the finished sentence waited for the partials' rest"
+    # a new share applies mid-session: at 1.0 a partial held by the 0.1 rest goes now
+    translated.clear()
+    worker.submit(TranscriptUpdate([], "the members agreed", "", 2.5, 2.5))
+    held_until = calls[-1][1] + 9 * (calls[-1][1] - calls[-1][0])
+    assert not translated.wait(max(0.0, min(0.2, held_until - time.monotonic()))), "the partial did not rest"
+    worker.set_partial_share(1.0)
+    assert translated.wait(60) and results[-1].partial_source == "the members agreed"
+    assert calls[-1][0] < held_until, "the partial kept the old share's rest"
+    worker.set_partial_share(0.1)  # the rest after the last call, measured again
     # finish(): a partial held by its rest is translated now, not after it
     worker.submit(TranscriptUpdate([], "we also talked about", "", 3.0, 3.0))
     asked = time.monotonic()

@@ -406,6 +406,25 @@ class SettingsPanel(QDialog):
                       "the GPU above); the current speech engine runs on the CPU on a Mac.")
         note.setWordWrap(True)
         form.addRow("", note)
+        self.encoder_seconds = QSpinBox()
+        self.encoder_seconds.setRange(*_ints(value_range("asr.encoder_seconds")))
+        self.encoder_seconds.setSuffix(" s")
+        form.addRow("Speech model listens to at least", self.encoder_seconds)
+        self.partial_share = QSpinBox()
+        self.partial_share.setRange(*_percent(value_range("translation.partial_share")))
+        self.partial_share.setSingleStep(10)
+        self.partial_share.setSuffix(" %")
+        form.addRow("Translator time for unfinished lines", self.partial_share)
+        speed = QLabel("The speech model reads what was said plus 2 s of quiet, at least the seconds above: 10 s "
+                       "puts words on screen soonest, 30 s is Whisper's own window. Unfinished lines are "
+                       "translated again only in that share of the time; finished sentences never wait. "
+                       "Less uses less CPU and flickers less; 100% re-translates whenever the translator is free.")
+        speed.setWordWrap(True)
+        form.addRow("", speed)
+        self.encoder_seconds.valueChanged.connect(
+            lambda v: self.change_requested.emit("asr.encoder_seconds", float(v)))
+        self.partial_share.valueChanged.connect(
+            lambda v: self.change_requested.emit("translation.partial_share", v / 100))
         self.compute.currentIndexChanged.connect(
             lambda: self.change_requested.emit("asr.compute_device", self.compute.currentData()))
         self.gpu_layers.valueChanged.connect(lambda v: self.change_requested.emit("translation.n_gpu_layers", v))
@@ -467,6 +486,8 @@ class SettingsPanel(QDialog):
             self.opacity.setValue(round(ov.opacity * 100))
             _select(self.compute, settings.asr.compute_device)
             self.gpu_layers.setValue(settings.translation.n_gpu_layers)
+            self.encoder_seconds.setValue(round(settings.asr.encoder_seconds))
+            self.partial_share.setValue(round(settings.translation.partial_share * 100))
         finally:
             for widget in self.findChildren(QWidget):
                 widget.blockSignals(False)

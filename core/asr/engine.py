@@ -55,7 +55,8 @@ def default_threads() -> int:
 # 0.265 s (the attention over 1500 positions is most of it), and WER is 7.3% / 9.2% (mean of the
 # clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no
 # minimum, decodes loop (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end
-# in padding. The speculative engine (transformers' encoder accepts only 3000 frames) reads 30 s.
+# in padding. The speculative engine's PyTorch runner reads the same frames
+# (core.asr.speculative.runtime.WhisperRunner.encode).
 ENCODER_SECONDS = 10.0
 ENCODER_PAD_S = 2.0
 FRAMES_PER_SECOND = 100  # Whisper's feature frames (10 ms hop); the encoder halves them

@@ -48,7 +48,8 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
         options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft,
                                      sparse_tree=asr.sparse_tree)
         return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device, dtype=asr.compute_dtype,
-                                 calibrate_on=demo_sample() if asr.calibrate else None)
+                                 calibrate_on=demo_sample() if asr.calibrate else None,
+                                 encoder_seconds=asr.encoder_seconds)
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)

@@ -197,7 +197,8 @@ class CaptionPipeline:
                              source_hold_s=cap.source_hold_s, speakers=speakers)
 
     def apply_settings(self, settings: Settings) -> None:
-        """Apply what can change while running: mask-k and the translator's β/engine (thread-safe)."""
+        """Apply what can change while running: mask-k, the translator's β/engine and the unfinished
+        lines' share of its time (thread-safe)."""
         with self._lock:
             self.policy.mask_k = settings.captions.mask_k
             self.policy.translation_mask_k = _translation_mask_k(settings)
@@ -205,8 +206,11 @@ class CaptionPipeline:
             self.policy.source_mask = settings.captions.source_mask
             self.policy.source_hold_s = settings.captions.source_hold_s
             self.settings = settings
+            translation = self._translation
         if self.translation_engine is not None:
             self.translation_engine.configure(*translator_knobs(settings))
+        if translation is not None:
+            translation.set_partial_share(settings.translation.partial_share)
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, source: AudioSource) -> RunSummary:

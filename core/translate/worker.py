@@ -44,6 +44,7 @@ class TranslationWorker:
         self._failed = False
         self._draining = False  # finish() waits: held partials go at once
         self._partial_share = 1.0
+        self._last_work = (0.0, 0.0)  # monotonic start and end of the last translation
         self._partials_at = 0.0  # monotonic time before which a partial alone waits
         self.dropped_partials = 0
         self._thread = WorkerThread(name, self._loop)
@@ -53,15 +54,24 @@ class TranslationWorker:
               partial_share: float = 1.0) -> None:
         """Start a session: updates go to ``translator``, results to the callbacks; unfinished lines
         get at most ``partial_share`` of the thread's time (1: whenever it is free)."""
-        if not 0.0 < partial_share <= 1.0:
-            raise ValueError(f"partial_share must be in (0, 1], not {partial_share}")
+        _check_share(partial_share)
         translator.engine.clear_interrupt()
         with self._cond:
             self._session = (translator, on_result, on_error)
             self._sentences, self._pending = [], {}
             self._failed = self._draining = False
-            self._partial_share, self._partials_at = partial_share, 0.0
+            self._partial_share, self._partials_at, self._last_work = partial_share, 0.0, (0.0, 0.0)
             self.dropped_partials = 0
+
+    def set_partial_share(self, partial_share: float) -> None:
+        """Change the unfinished lines' share mid-session: the rest after the last translation is
+        measured again with the new share (a partial held longer than that goes at once)."""
+        _check_share(partial_share)
+        with self._cond:
+            self._partial_share = partial_share
+            started, ended = self._last_work
+            self._partials_at = _rest_until(started, ended, partial_share)
+            self._cond.notify_all()
 
     @property
     def _dirty(self) -> bool:
@@ -157,8 +167,8 @@ class TranslationWorker:
             finally:
                 with self._cond:
                     self._busy = False
-                    ended = time.monotonic()
-                    self._partials_at = ended + (ended - started) * (1.0 / self._partial_share - 1.0)
+                    self._last_work = (started, time.monotonic())
+                    self._partials_at = _rest_until(*self._last_work, self._partial_share)
                     if self._session is not session:  # the interrupt (if any) has done its job
                         translator.engine.clear_interrupt()
                     self._cond.notify_all()
@@ -178,6 +188,17 @@ class TranslationWorker:
             self._pending = {}
 
 
+def _check_share(partial_share: float) -> None:
+    if not 0.0 < partial_share <= 1.0:
+        raise ValueError(f"partial_share must be in (0, 1], not {partial_share}")
+
+
+def _rest_until(started: float, ended: float, partial_share: float) -> float:
+    """When a partial may go after a translation from ``started`` to ``ended``: the translator has
+    then worked ``partial_share`` of the time since ``started``."""
+    return ended + (ended - started) * (1.0 / partial_share - 1.0)
+
+
 class InlineTranslation:
     """Translation on the caller's thread (fast mode: every update in order, reproducible).
 
@@ -193,6 +214,9 @@ class InlineTranslation:
               partial_share: float = 1.0) -> None:
         """Start a session (``partial_share`` is for the worker: here every update is translated)."""
         self._session = (translator, on_result, on_error)
+
+    def set_partial_share(self, partial_share: float) -> None:
+        """Nothing to do: every update is translated in turn."""
 
     def submit(self, update: TranscriptUpdate) -> None:
         """Translate what changed in ``update`` now and hand over the result."""

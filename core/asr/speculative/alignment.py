@@ -102,8 +102,8 @@ def word_timestamps(runner: WhisperRunner, encoder_output, prompt: list[int], to
                                       encoder_hidden_states=encoder_output, output_attentions=True, use_cache=False)
         finally:
             model.set_attn_implementation("sdpa")
-        attentions = out.cross_attentions  # per layer: (1, heads, len(sequence), 1500)
-        weights = torch.stack([attentions[layer][0, head] for layer, head in heads])  # (H, T, 1500)
+        attentions = out.cross_attentions  # per layer: (1, heads, len(sequence), encoder rows)
+        weights = torch.stack([attentions[layer][0, head] for layer, head in heads])  # (H, T, encoder rows ≥ frames)
         weights = weights[:, :, :frames].float()
         logits = runner.logits(out.last_hidden_state[0, len(prompt) - 1:len(prompt) + len(tokens) - 1])
         probs = torch.softmax(logits, dim=-1)

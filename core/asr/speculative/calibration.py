@@ -100,10 +100,12 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
 
 
 def runner_label(runner: WhisperRunner) -> str:
-    """A model's name in the store's keys: its precision and device make other timings."""
+    """A model's name in the store's keys: its precision, device and how much its encoder reads
+    make other timings (the lazy drafter's length is an encoder pass in verifier passes)."""
+    encoder = "" if runner.encoder_seconds >= 30 else f", encoder {runner.encoder_seconds:g} s"
     if runner.dtype_name == "float32" and runner.device.type == "cpu":
-        return runner.name  # the keys stored before devices and precisions were settings
-    return f"{runner.name} ({runner.device.type}, {runner.dtype_name})"
+        return runner.name + (f" ({encoder[2:]})" if encoder else "")  # keys from before devices were settings
+    return f"{runner.name} ({runner.device.type}, {runner.dtype_name}{encoder})"
 
 
 def best_ms(fn, repeat: int = 3) -> float:

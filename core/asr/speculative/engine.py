@@ -10,7 +10,7 @@ import numpy as np
 
 from ...compute import COMPUTE_GATE
 from ...errors import Interrupted
-from ..engine import ASREngine, Hypothesis
+from ..engine import ENCODER_SECONDS, ASREngine, Hypothesis
 from ...stream import Word
 from .alignment import word_timestamps
 from .decoder import DecodeStats, SpeculativeDecoder, SpeculativeOptions
@@ -43,18 +43,21 @@ class SpeculativeEngine(ASREngine):
 
     def __init__(self, drafter_path: str | Path, verifier_path: str | Path,
                  options: SpeculativeOptions | None = None, device: str = "cpu",
-                 calibrate_on: Path | None = None, dtype: str = "auto") -> None:
+                 calibrate_on: Path | None = None, dtype: str = "auto",
+                 encoder_seconds: float = ENCODER_SECONDS) -> None:
         """Load both models on ``device`` (``auto``: CUDA, then MPS, then the CPU) in ``dtype``
         (``auto``: float32 on the CPU, float16 on a GPU). On the CPU the drafter stays float32
         with int8 linear layers (faster there, and its tokens are only proposals). With
         ``calibrate_on`` (a recording), the threshold, longest draft and lazy drafter come from
-        this machine's stored calibration, measured on it the first time."""
+        this machine's stored calibration, measured on it the first time. Both encoders read the
+        window plus 2 s, at least ``encoder_seconds`` (``asr.encoder_seconds``; 30: Whisper's 30 s);
+        the transcript is the verifier's greedy output with that encoder."""
         from ...compute import torch_device
 
         on_cpu = torch_device(device).startswith("cpu")
         self.drafter = WhisperRunner(drafter_path, device=device, quantize=True,
-                                     dtype="float32" if on_cpu else dtype)
-        self.verifier = WhisperRunner(verifier_path, device=device, dtype=dtype)
+                                     dtype="float32" if on_cpu else dtype, encoder_seconds=encoder_seconds)
+        self.verifier = WhisperRunner(verifier_path, device=device, dtype=dtype, encoder_seconds=encoder_seconds)
         options = options or SpeculativeOptions()
         self.calibration = None
         if calibrate_on is not None:

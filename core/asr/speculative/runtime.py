@@ -21,9 +21,11 @@ import numpy as np
 from ... import logger
 from ...errors import ModelError
 from ...text import SPOKEN_LANGUAGES
+from ..engine import ENCODER_SECONDS, encoder_frames_rule
 from .convert import ensure_converted
 
 N_SAMPLES = 30 * 16000  # Whisper's fixed 30 s window
+HOP = 160  # samples per feature frame
 
 
 @dataclass
@@ -57,14 +59,16 @@ class WhisperRunner:
     """One Whisper model in PyTorch: features, encoder, and cache-truncating decoder states."""
 
     def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None,
-                 quantize: bool = False, dtype: str = "auto") -> None:
+                 quantize: bool = False, dtype: str = "auto", encoder_seconds: float = ENCODER_SECONDS) -> None:
         """Load (converting a CTranslate2 folder once). ``quantize`` makes the decoder's linear layers
         int8 on the CPU: about 2.5× faster steps, for a drafter, whose tokens are only proposals
         (float32 models only). ``device`` is ``auto`` (CUDA, then MPS, then the CPU) or a torch
         device; ``dtype`` is ``auto`` (float32 on the CPU, float16 on a GPU: see
         :func:`core.compute.torch_dtype_name`), ``float32``, ``float16`` or ``bfloat16``: the
         weights, the features, the encoder output and the decoder's activations are in it, the
-        logits are computed in float32 (:meth:`logits`)."""
+        logits are computed in float32 (:meth:`logits`). ``encoder_seconds`` is
+        ``asr.encoder_seconds``: the encoder reads the window plus 2 s of padding, at least that
+        many seconds (:func:`core.asr.engine.encoder_frames_rule`; 30: Whisper's own 30 s)."""
         torch = _torch()
         from ...compute import torch_device, torch_dtype_name
         from tokenizers import Tokenizer
@@ -85,6 +89,8 @@ class WhisperRunner:
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelError(f"The speech model in {self.path} could not be loaded ({exc}).") from exc
         self.model.eval()
+        self.encoder_seconds = min(float(encoder_seconds), 30.0)
+        self.encoder_frames = encoder_frames_rule(encoder_seconds)
         self.device = torch.device(torch_device(device))
         self.dtype_name = torch_dtype_name(dtype, self.device.type)
         self.dtype = getattr(torch, self.dtype_name)
@@ -181,20 +187,41 @@ class WhisperRunner:
 
     # -- model passes ----------------------------------------------------------------------------
     def features(self, audio: np.ndarray) -> "object":
-        """Log-Mel features of ``audio`` (16 kHz mono), padded to Whisper's 30 s window."""
+        """Log-Mel features of ``audio`` (16 kHz mono), padded as Whisper pads a window to 30 s
+        and cut to the frames the encoder reads (:attr:`encoder_frames`)."""
         torch = _torch()
         audio = np.asarray(audio, dtype=np.float32)[:N_SAMPLES]
         mel = self._features(audio, padding=N_SAMPLES - audio.shape[0] if audio.shape[0] < N_SAMPLES else 0)
         mel = mel[:, :3000]
         if mel.shape[1] < 3000:
             mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))
+        if self.encoder_frames is not None:
+            mel = mel[:, :self.encoder_frames(-(-audio.shape[0] // HOP))]
         return torch.from_numpy(np.ascontiguousarray(mel)).unsqueeze(0).to(self.device, dtype=self.dtype)
 
     def encode(self, audio: np.ndarray):
-        """The encoder output for one window of audio."""
+        """The encoder output for one window of audio (one row per 20 ms the encoder reads)."""
         torch = _torch()
+        features = self.features(audio)
         with torch.inference_mode():
-            return self.model.model.encoder(self.features(audio)).last_hidden_state
+            if features.shape[-1] == 3000:
+                return self.model.model.encoder(features).last_hidden_state
+            return self._encode_short(features)
+
+    def _encode_short(self, features):
+        """transformers' Whisper encoder on fewer than 3000 frames, which its ``forward`` refuses:
+        the same layers in the same order (convolutions, the first positions' embeddings, the
+        attention blocks, the final norm). On 3000 frames it equals ``forward`` bit for bit
+        (tests/test_latency.py); inference only (no dropout)."""
+        torch = _torch()
+        encoder = self.model.model.encoder
+        gelu = torch.nn.functional.gelu
+        hidden = gelu(encoder.conv2(gelu(encoder.conv1(features)))).permute(0, 2, 1)
+        positions = torch.arange(hidden.shape[1], device=hidden.device)
+        hidden = hidden + encoder.embed_positions(positions)
+        for layer in encoder.layers:
+            hidden = layer(hidden, None)
+        return encoder.layer_norm(hidden)
 
     def logits(self, hidden):
         """float32 logits of decoder hidden states (rows × d_model, in the model's dtype)."""
