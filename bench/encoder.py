@@ -79,7 +79,8 @@ def build(settings, store, seconds: float, passes: list[float]):
     pass timed into ``passes``."""
     from core.session.engines import create_asr_engine
 
-    engine = create_asr_engine(settings.with_value("asr.encoder_seconds", seconds), store)
+    key = "asr.speculative_encoder_seconds" if settings.asr.engine == "speculative" else "asr.encoder_seconds"
+    engine = create_asr_engine(settings.with_value(key, seconds), store)
     if settings.asr.engine == "speculative":
         runner, real = engine.verifier, engine.verifier.encode
 

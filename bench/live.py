@@ -76,6 +76,9 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
+    # the speculative engine's encoders reading the window plus 2 s, at least 10 s (not its default)
+    "speculative tiny.en→base (10 s encoder)": {"asr.engine": "speculative", "translation.target": "none",
+                                                "asr.speculative_encoder_seconds": 10.0},
     # the speculative engine's verifier run by faster-whisper as the app runs it: the fair baseline of
     # "faster than faster-whisper" (its transcript is base's, like the speculative engine's)
     "faster-whisper base": {"asr.engine": "faster-whisper", "asr.model": "whisper-base", "translation.target": "none"},

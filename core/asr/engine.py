@@ -55,12 +55,14 @@ def default_threads() -> int:
 # 0.265 s (the attention over 1500 positions is most of it), and WER is 7.3% / 9.2% (mean of the
 # clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no
 # minimum, decodes loop (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end
-# in padding. The speculative engine's PyTorch runner reads the same frames
-# (core.asr.speculative.runtime.WhisperRunner.encode).
+# in padding. The speculative engine's PyTorch runner can read the same frames
+# (core.asr.speculative.runtime.WhisperRunner.encode), but by default reads 30 s: with base as its
+# verifier the 10 s floor cost accuracy (`sotto bench encoder --engine speculative`).
 ENCODER_SECONDS = 10.0
 ENCODER_PAD_S = 2.0
 FRAMES_PER_SECOND = 100  # Whisper's feature frames (10 ms hop); the encoder halves them
 WHISPER_FRAMES = 3000
+WHISPER_SECONDS = 30.0
 
 
 def encoder_frames_rule(seconds: float):

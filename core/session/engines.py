@@ -10,7 +10,8 @@ from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rule
 
 # What each engine is built from: a change to any of these needs the engine rebuilt.
 ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
-                   "calibrate", "compute_device", "compute_dtype", "encoder_seconds")
+                   "calibrate", "compute_device", "compute_dtype", "encoder_seconds",
+                   "speculative_encoder_seconds")
 TRANSLATOR_KEYS = ("target", "model", "prompt_style", "clause_pieces", "n_threads", "n_gpu_layers", "reuse_prefix")
 
 
@@ -49,7 +50,7 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
                                      sparse_tree=asr.sparse_tree)
         return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device, dtype=asr.compute_dtype,
                                  calibrate_on=demo_sample() if asr.calibrate else None,
-                                 encoder_seconds=asr.encoder_seconds)
+                                 encoder_seconds=asr.speculative_encoder_seconds)
     path = store.resolve(settings.asr.model, on_status)
     if on_status:
         on_status(f"Loading speech model {settings.asr.model}", None)

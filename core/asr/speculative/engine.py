@@ -10,7 +10,7 @@ import numpy as np
 
 from ...compute import COMPUTE_GATE
 from ...errors import Interrupted
-from ..engine import ENCODER_SECONDS, ASREngine, Hypothesis
+from ..engine import WHISPER_SECONDS, ASREngine, Hypothesis
 from ...stream import Word
 from .alignment import word_timestamps
 from .decoder import DecodeStats, SpeculativeDecoder, SpeculativeOptions
@@ -44,13 +44,14 @@ class SpeculativeEngine(ASREngine):
     def __init__(self, drafter_path: str | Path, verifier_path: str | Path,
                  options: SpeculativeOptions | None = None, device: str = "cpu",
                  calibrate_on: Path | None = None, dtype: str = "auto",
-                 encoder_seconds: float = ENCODER_SECONDS) -> None:
+                 encoder_seconds: float = WHISPER_SECONDS) -> None:
         """Load both models on ``device`` (``auto``: CUDA, then MPS, then the CPU) in ``dtype``
         (``auto``: float32 on the CPU, float16 on a GPU). On the CPU the drafter stays float32
         with int8 linear layers (faster there, and its tokens are only proposals). With
         ``calibrate_on`` (a recording), the threshold, longest draft and lazy drafter come from
         this machine's stored calibration, measured on it the first time. Both encoders read the
-        window plus 2 s, at least ``encoder_seconds`` (``asr.encoder_seconds``; 30: Whisper's 30 s);
+        window plus 2 s, at least ``encoder_seconds`` (``asr.speculative_encoder_seconds``; 30, the
+        default: Whisper's 30 s);
         the transcript is the verifier's greedy output with that encoder."""
         from ...compute import torch_device
 

@@ -21,7 +21,7 @@ import numpy as np
 from ... import logger
 from ...errors import ModelError
 from ...text import SPOKEN_LANGUAGES
-from ..engine import ENCODER_SECONDS, encoder_frames_rule
+from ..engine import WHISPER_SECONDS, encoder_frames_rule
 from .convert import ensure_converted
 
 N_SAMPLES = 30 * 16000  # Whisper's fixed 30 s window
@@ -59,7 +59,7 @@ class WhisperRunner:
     """One Whisper model in PyTorch: features, encoder, and cache-truncating decoder states."""
 
     def __init__(self, model_path: str | Path, device: str = "cpu", threads: int = 0, name: str | None = None,
-                 quantize: bool = False, dtype: str = "auto", encoder_seconds: float = ENCODER_SECONDS) -> None:
+                 quantize: bool = False, dtype: str = "auto", encoder_seconds: float = WHISPER_SECONDS) -> None:
         """Load (converting a CTranslate2 folder once). ``quantize`` makes the decoder's linear layers
         int8 on the CPU: about 2.5× faster steps, for a drafter, whose tokens are only proposals
         (float32 models only). ``device`` is ``auto`` (CUDA, then MPS, then the CPU) or a torch
@@ -67,8 +67,9 @@ class WhisperRunner:
         :func:`core.compute.torch_dtype_name`), ``float32``, ``float16`` or ``bfloat16``: the
         weights, the features, the encoder output and the decoder's activations are in it, the
         logits are computed in float32 (:meth:`logits`). ``encoder_seconds`` is
-        ``asr.encoder_seconds``: the encoder reads the window plus 2 s of padding, at least that
-        many seconds (:func:`core.asr.engine.encoder_frames_rule`; 30: Whisper's own 30 s)."""
+        ``asr.speculative_encoder_seconds``: the encoder reads the window plus 2 s of padding, at
+        least that many seconds (:func:`core.asr.engine.encoder_frames_rule`; 30, the default:
+        Whisper's own 30 s)."""
         torch = _torch()
         from ...compute import torch_device, torch_dtype_name
         from tokenizers import Tokenizer
