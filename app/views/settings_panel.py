@@ -415,8 +415,9 @@ class SettingsPanel(QDialog):
         self.partial_share.setSingleStep(10)
         self.partial_share.setSuffix(" %")
         form.addRow("Translator time for unfinished lines", self.partial_share)
-        speed = QLabel("The speech model reads what was said plus 2 s of quiet, at least the seconds above: 10 s "
-                       "puts words on screen soonest, 30 s is Whisper's own window. Unfinished lines are "
+        speed = QLabel("The one-model speech engine reads what was said plus 2 s of quiet, at least the seconds "
+                       "above: 10 s puts words on screen soonest, 30 s is Whisper's own window (the speculative "
+                       "engine reads 30 s, where it hears best). Unfinished lines are "
                        "translated again only in that share of the time; finished sentences never wait. "
                        "Less uses less CPU and flickers less; 100% re-translates whenever the translator is free.")
         speed.setWordWrap(True)
