@@ -91,7 +91,9 @@ def test_disk_full_mid_session_is_one_sentence_and_captions_go_on(full_disk, sha
     from core.session.pipeline import CaptionPipeline
     from core.settings import Settings
 
-    out = full_disk(8 * 1024) / "session"  # two pages: the header and the first sentences fit, no more
+    # three pages: the header and the first sentences fit, no more (with two, a run whose decodes
+    # fell often, the disk was full before the first sentence was saved: seen once in a suite run)
+    out = full_disk(12 * 1024) / "session"
     rec = Recorder()
     pipe = CaptionPipeline(Settings(), tiny_engine, translator_de, rec, out, realtime=True)
     summary = pipe.run(FileSource(shared / RECORDING, realtime=True, speed=3.0))  # no exception
