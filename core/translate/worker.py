@@ -45,7 +45,6 @@ class TranslationWorker:
         self._draining = False  # finish() waits: held partials go at once
         self._partial_share = 1.0
         self._last_work = (0.0, 0.0)  # monotonic start and end of the last translation
-        self._partials_at = 0.0  # monotonic time before which a partial alone waits
         self.dropped_partials = 0
         self._thread = WorkerThread(name, self._loop)
 
@@ -60,7 +59,7 @@ class TranslationWorker:
             self._session = (translator, on_result, on_error)
             self._sentences, self._pending = [], {}
             self._failed = self._draining = False
-            self._partial_share, self._partials_at, self._last_work = partial_share, 0.0, (0.0, 0.0)
+            self._partial_share, self._last_work = partial_share, (0.0, 0.0)
             self.dropped_partials = 0
 
     def set_partial_share(self, partial_share: float) -> None:
@@ -69,8 +68,6 @@ class TranslationWorker:
         _check_share(partial_share)
         with self._cond:
             self._partial_share = partial_share
-            started, ended = self._last_work
-            self._partials_at = _rest_until(started, ended, partial_share)
             self._cond.notify_all()
 
     @property
@@ -137,7 +134,7 @@ class TranslationWorker:
                     if self._closing and not self._dirty:
                         return
                     held = self._pending and self._session is not None and not self._sentences
-                    self._cond.wait(max(0.0, self._partials_at - time.monotonic()) if held else None)
+                    self._cond.wait(max(0.0, self._partials_at() - time.monotonic()) if held else None)
                 assert self._session is not None
                 session = self._session
                 sentences, self._sentences = self._sentences, []
@@ -168,7 +165,6 @@ class TranslationWorker:
                 with self._cond:
                     self._busy = False
                     self._last_work = (started, time.monotonic())
-                    self._partials_at = _rest_until(*self._last_work, self._partial_share)
                     if self._session is not session:  # the interrupt (if any) has done its job
                         translator.engine.clear_interrupt()
                     self._cond.notify_all()
@@ -179,7 +175,13 @@ class TranslationWorker:
         if self._session is None or not self._dirty:
             return False
         return (bool(self._sentences) or self._draining or self._closing
-                or time.monotonic() >= self._partials_at)
+                or time.monotonic() >= self._partials_at())
+
+    def _partials_at(self) -> float:
+        """The monotonic time before which a partial alone waits (called holding the lock): the
+        translator has then worked ``partial_share`` of the time since the last translation began."""
+        started, ended = self._last_work
+        return ended + (ended - started) * (1.0 / self._partial_share - 1.0)
 
     def _fail(self) -> None:
         with self._cond:
@@ -191,12 +193,6 @@ class TranslationWorker:
 def _check_share(partial_share: float) -> None:
     if not 0.0 < partial_share <= 1.0:
         raise ValueError(f"partial_share must be in (0, 1], not {partial_share}")
-
-
-def _rest_until(started: float, ended: float, partial_share: float) -> float:
-    """When a partial may go after a translation from ``started`` to ``ended``: the translator has
-    then worked ``partial_share`` of the time since ``started``."""
-    return ended + (ended - started) * (1.0 / partial_share - 1.0)
 
 
 class InlineTranslation:

@@ -102,7 +102,7 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
 def runner_label(runner: WhisperRunner) -> str:
     """A model's name in the store's keys: its precision, device and how much its encoder reads
     make other timings (the lazy drafter's length is an encoder pass in verifier passes)."""
-    encoder = "" if runner.encoder_seconds >= 30 else f", encoder {runner.encoder_seconds:g} s"
+    encoder = "" if runner.encoder_frames is None else f", encoder {runner.encoder_seconds:g} s"
     if runner.dtype_name == "float32" and runner.device.type == "cpu":
         return runner.name + (f" ({encoder[2:]})" if encoder else "")  # keys from before devices were settings
     return f"{runner.name} ({runner.device.type}, {runner.dtype_name}{encoder})"

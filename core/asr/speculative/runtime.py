@@ -90,7 +90,7 @@ class WhisperRunner:
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelError(f"The speech model in {self.path} could not be loaded ({exc}).") from exc
         self.model.eval()
-        self.encoder_seconds = min(float(encoder_seconds), 30.0)
+        self.encoder_seconds = min(float(encoder_seconds), WHISPER_SECONDS)
         self.encoder_frames = encoder_frames_rule(encoder_seconds)
         self.device = torch.device(torch_device(device))
         self.dtype_name = torch_dtype_name(dtype, self.device.type)
