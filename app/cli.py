@@ -110,8 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mask-k", type=int, help="hide the last K unstable words of a partial line (0-10)")
         p.add_argument("--mask-mode", choices=("display", "draft"),
                        help="mask-k on screen only (default) or trimmed from the translator's draft")
-        p.add_argument("--beta", type=float,
-                       help="SSBD bias toward the previous translation, 0-1 (0 = exact greedy; higher = steadier, faster)")
+        p.add_argument(
+            "--beta",
+            type=float,
+            help="SSBD bias toward the previous translation, 0-1 (0 = exact greedy; higher = steadier, faster)",
+        )
         p.add_argument("--translate-engine", choices=("ssbd", "ar"),
                        help="ssbd (default) or plain autoregressive re-translation")
         p.add_argument("--channel", choices=("mix", "left", "right"), help="which channel of a stereo input")

@@ -89,7 +89,9 @@ def models(args: argparse.Namespace) -> int:
         manifest = json.loads((directory / "manifest.json").read_text())
         bad = [f for f, info in manifest["files"].items() if sha256_file(directory / f) != info["sha256"]]
         if bad:
-            raise SottoError(f"The model '{args.name}' is damaged ({', '.join(bad)}); run `sotto models get {args.name}`.")
+            raise SottoError(
+                f"The model '{args.name}' is damaged ({', '.join(bad)}); run `sotto models get {args.name}`."
+            )
         print(f"{args.name} verified: {path}")
         return 0
     if action == "remove":

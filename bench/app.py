@@ -98,7 +98,7 @@ def run(quick: bool, stops: int) -> dict:
         controller.toggle_start()
         _wait(app, lambda: controller.service.state == "running", 60)
         end = time.monotonic() + rng.uniform(2.0, 20.0)
-        _wait(app, lambda: time.monotonic() > end, 60)
+        _wait(app, lambda end=end: time.monotonic() > end, 60)
         t0 = time.monotonic()
         controller.toggle_start()
         _wait(app, lambda: controller.service.state == "idle", 30)

@@ -45,7 +45,9 @@ QUICK_STREAMING = ("jfk.flac", "mfa_acoustic_corpus.wav")
 
 
 def _clips(quick: bool) -> tuple[list[Path], list[Path]]:
-    asr = sorted(p for p in (SHARED / "asr").iterdir() if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo"))
+    asr = sorted(
+        p for p in (SHARED / "asr").iterdir() if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo")
+    )
     long = sorted((SHARED / "asr_long").glob("*.flac"))
     if quick:
         return [SHARED / "asr" / n for n in QUICK_OFFLINE], [SHARED / "asr" / n for n in QUICK_STREAMING]
@@ -312,29 +314,38 @@ def run(quick: bool) -> dict:
     sp = totals["spec"]
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {platform.platform()}",
-        "drafter": "whisper-tiny.en", "verifier": "whisper-base",
+        "drafter": "whisper-tiny.en",
+        "verifier": "whisper-base",
         "offline_clips": [p.name for p in offline_clips],
         "streaming_clips": [p.name for p in streaming_clips],
         "identical_fraction": round(div.identical / div.total, 4),
         "identical_token_fraction": round(div.tokens_same / max(1, div.tokens), 4),
         "decodes_compared": div.total,
         "divergences": div.notes,
-        "decoder_speedup_streaming_spec_prev_vs_verifier_ar": round(stream["verifier-ar"]["decoder_s"] / stream["spec+prev"]["decoder_s"], 3),
-        "streaming_decoder_cost_vs_redecode": round(stream["spec+prev"]["decoder_s"] / stream["verifier-ar"]["decoder_s"], 3),
+        "decoder_speedup_streaming_spec_prev_vs_verifier_ar": round(
+            stream["verifier-ar"]["decoder_s"] / stream["spec+prev"]["decoder_s"], 3
+        ),
+        "streaming_decoder_cost_vs_redecode": round(
+            stream["spec+prev"]["decoder_s"] / stream["verifier-ar"]["decoder_s"], 3
+        ),
         "decoder_speedup_offline_spec_vs_verifier_ar": round(ar["decoder_s"] / sp["decoder_s"], 3),
         "decoder_speedup_offline_tree_vs_verifier_ar": round(ar["decoder_s"] / totals["spec+tree"]["decoder_s"], 3),
         "total_speedup_streaming_lazy_vs_verifier_ar": round(
             (stream["verifier-ar"]["decoder_s"] + stream["verifier-ar"]["encoder_s"])
-            / (stream["spec+prev+lazy"]["decoder_s"] + stream["spec+prev+lazy"]["encoder_s"]), 3),
+            / (stream["spec+prev+lazy"]["decoder_s"] + stream["spec+prev+lazy"]["encoder_s"]),
+            3,
+        ),
         "lazy_drafter": lazy,
         "branch_acceptance_rate": round(branch_accepted / branch_proposed, 4) if branch_proposed else None,
         "tree_rounds": tree_rounds,
         "tree_verification": _tree_vs_batched_rows(verifier, decode_file(offline_clips[0])),
-        "total_speedup_hf_assisted_vs_hf_generate": round(totals["hf-generate"]["decoder_s"]
-                                                    / totals["hf-assisted"]["decoder_s"], 3),
+        "total_speedup_hf_assisted_vs_hf_generate": round(
+            totals["hf-generate"]["decoder_s"] / totals["hf-assisted"]["decoder_s"], 3
+        ),
         "hf_assisted_identical_fraction": round(assisted_same / assisted_total, 4) if assisted_total else None,
-        "total_speedup_offline_spec_vs_faster_whisper_base": round(totals["faster-whisper-base"]["decoder_s"]
-                                           / (sp["decoder_s"] + sp["encoder_s"]), 3),
+        "total_speedup_offline_spec_vs_faster_whisper_base": round(
+            totals["faster-whisper-base"]["decoder_s"] / (sp["decoder_s"] + sp["encoder_s"]), 3
+        ),
         "wer_spec": round(float(np.mean(wer["spec"])), 4),
         "wer_verifier_ar": round(float(np.mean(wer["verifier-ar"])), 4),
         "wer_faster_whisper_base": round(float(np.mean(wer["faster-whisper-base"])), 4),
@@ -348,14 +359,18 @@ def run(quick: bool) -> dict:
         "streaming": stream,
         "streaming_faster_whisper_base_s": round(stream_fw, 2),
         "total_speedup_streaming_lazy_vs_faster_whisper_base": round(
-            stream_fw / (stream["spec+prev+lazy"]["decoder_s"] + stream["spec+prev+lazy"]["encoder_s"]), 3),
+            stream_fw / (stream["spec+prev+lazy"]["decoder_s"] + stream["spec+prev+lazy"]["encoder_s"]), 3
+        ),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "calibration": {"threshold": calibration.threshold, "max_draft": calibration.max_draft,
-                        "lazy_drafter": calibration.lazy_drafter,
-                        "drafter_encoder_ms": calibration.drafter_encoder_ms,
-                        "drafter_step_ms": calibration.drafter_step_ms,
-                        "verifier_pass_ms": calibration.verifier_pass_ms,
-                        "decoder_ms_on_demo": calibration.decoder_ms},
+        "calibration": {
+            "threshold": calibration.threshold,
+            "max_draft": calibration.max_draft,
+            "lazy_drafter": calibration.lazy_drafter,
+            "drafter_encoder_ms": calibration.drafter_encoder_ms,
+            "drafter_step_ms": calibration.drafter_step_ms,
+            "verifier_pass_ms": calibration.verifier_pass_ms,
+            "decoder_ms_on_demo": calibration.decoder_ms,
+        },
     }
     return result
 
@@ -371,7 +386,8 @@ def markdown(r: dict) -> str:
         f"Machine: {r['machine']}. Drafter {r['drafter']}, verifier {r['verifier']} (both bundled, converted "
         "from CTranslate2 once). Peak RSS {:.0f} MB.".format(r["peak_rss_mb"]),
         "",
-        f"Offline ({len(r['offline_clips'])} clips, {audio:.0f} s of audio; decoder and encoder seconds per audio second):",
+        f"Offline ({len(r['offline_clips'])} clips, {audio:.0f} s of audio; "
+        "decoder and encoder seconds per audio second):",
         "",
         "| configuration | decoder s/s | encoder s/s | verifier passes | drafter : verifier time | WER |",
         "|---|---|---|---|---|---|",
@@ -380,7 +396,10 @@ def markdown(r: dict) -> str:
         t = off[key]
         split = f"{t['drafter_s']:.1f} : {t['verifier_s']:.1f} s"
         wer = r["wer_verifier_ar"] if key == "verifier-ar" else r["wer"][key]
-        lines.append(f"| {key} (PyTorch) | {per_s(t['decoder_s'])} | {per_s(t['encoder_s'])} | {t['passes']} | {split} | {wer:.3f} |")
+        lines.append(
+            f"| {key} (PyTorch) | {per_s(t['decoder_s'])} | {per_s(t['encoder_s'])} | {t['passes']} | {split} "
+            f"| {wer:.3f} |"
+        )
     for key, label in (("hf-generate", "transformers generate() on the verifier"),
                        ("hf-assisted", "transformers generate(assistant_model=drafter)")):
         lines.append(f"| {key} ({label}, encoder+decoder) | {per_s(off[key]['decoder_s'])} | – | – | – | "
@@ -405,8 +424,10 @@ def markdown(r: dict) -> str:
         lines.append(f"| {key} | {t['decoder_s']:.1f} | {t['drafter_s']:.1f} : {t['verifier_s']:.1f} | "
                      f"{t['encoder_s']:.1f} | {total:.1f} | {t['passes']} | {base / t['decoder_s']:.2f}× | "
                      f"{base_total / total:.2f}× |")
-    lines.append(f"| faster-whisper base (CTranslate2) | – | – | – | {r['streaming_faster_whisper_base_s']:.1f} | – | – "
-                 f"| {base_total / r['streaming_faster_whisper_base_s']:.2f}× |")
+    lines.append(
+        f"| faster-whisper base (CTranslate2) | – | – | – | {r['streaming_faster_whisper_base_s']:.1f} | – | – "
+        f"| {base_total / r['streaming_faster_whisper_base_s']:.2f}× |"
+    )
     lines += [
         "",
         f"Identical to the verifier's greedy output: {r['identical_fraction']:.3f} of {r['decodes_compared']} decodes "

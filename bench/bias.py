@@ -67,7 +67,9 @@ def run(langs: list[str], start: int, n: int, variants: list[str], model: str = 
     from core.translate import LlamaTranslator, TranslatorOptions
 
     src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()[start:start + n]
-    translator = LlamaTranslator(ModelStore().resolve(model), TranslatorOptions(target_lang=langs[0], n_threads=threads))
+    translator = LlamaTranslator(
+        ModelStore().resolve(model), TranslatorOptions(target_lang=langs[0], n_threads=threads)
+    )
     rows: list[dict] = []
     result = {"model": model, "start": start, "sentences": n, "beta": BETA, "date": time.strftime("%Y-%m-%d"),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rows": rows}
@@ -111,9 +113,12 @@ def judge(result: dict) -> dict:
                        "evaluated_vs_ar": round(row["evaluated_tokens"] / max(ar["evaluated_tokens"], 1), 3)}
         passes = bool(per) and all(p["chrf_vs_ar"] >= -MAX_CHRF_LOSS and p["ne_share"] is not None
                                    and p["ne_share"] >= MIN_NE_SHARE for p in per.values())
-        verdict["variants"][v] = {"languages": per, "passes": passes,
-                                  # None when no AR row was run beside it (nothing to judge against)
-                                  "mean_ne": round(statistics.mean(by[(lg, v)]["ne"] for lg in per), 3) if per else None}
+        verdict["variants"][v] = {
+            "languages": per,
+            "passes": passes,
+            # None when no AR row was run beside it (nothing to judge against)
+            "mean_ne": round(statistics.mean(by[(lg, v)]["ne"] for lg in per), 3) if per else None,
+        }
     passing = [v for v, j in verdict["variants"].items() if j["passes"]]
     if passing:
         verdict["default"] = min(passing, key=lambda v: verdict["variants"][v]["mean_ne"])
@@ -183,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table(result))
     if args.write_docs:
         command = "sotto bench bias" + ("" if args.variants == DEFAULT_VARIANTS else f" --variants {args.variants}")
-        command += "" if (args.start, args.sentences) == (0, 100) else f" --start {result['start']} --sentences {result['sentences']}"
+        command += (
+            ""
+            if (args.start, args.sentences) == (0, 100)
+            else f" --start {result['start']} --sentences {result['sentences']}"
+        )
         command += "" if args.langs == "de,ja,zh" else f" --langs {args.langs}"
         write_docs(result, command)
     return 0

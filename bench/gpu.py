@@ -95,7 +95,7 @@ class _Check:
         if ref == got:
             self.identical += 1
             return
-        i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+        i = next((k for k, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), min(len(ref), len(got)))
         gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
         self.divergences.append({"where": label, "token": i, "gap": round(gap, 4),
                                  "near_tie": gap < self.tolerance, "greedy": reference.text,
@@ -211,10 +211,10 @@ def run_dtype(device: str, dtype: str, offline: list[Path], streaming: list[Path
         greedy = [r["greedy_decoder"] for r in runs]
         spec = [r["spec_decoder"] for r in runs]
         out = {"greedy_decoder_s": _spread(greedy), "spec_decoder_s": _spread(spec),
-               "decoder_speedup": _spread([g / s for g, s in zip(greedy, spec)])}
+               "decoder_speedup": _spread([g / s for g, s in zip(greedy, spec, strict=True)])}
         g_total = [r["greedy_decoder"] + r["verifier_encoder"] for r in runs]
         s_total = [r["spec_decoder"] + sum(r[k] for k in total_extra) for r in runs]
-        out["total_speedup"] = _spread([g / s for g, s in zip(g_total, s_total)])
+        out["total_speedup"] = _spread([g / s for g, s in zip(g_total, s_total, strict=True)])
         out["last_run"] = runs[-1]
         return out
 

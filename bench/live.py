@@ -54,31 +54,47 @@ _QT: list = []  # the plot's Qt application, kept alive
 CONFIGURATIONS: dict[str, dict[str, object]] = {
     "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
-    "faster-whisper tiny.en + translation (masked at pauses)": {"asr.engine": "faster-whisper",
-                                                               "captions.show_at_pause": False},
+    "faster-whisper tiny.en + translation (masked at pauses)": {
+        "asr.engine": "faster-whisper",
+        "captions.show_at_pause": False,
+    },
     # the source's unconfirmed words masked by count (the last mask_k), as before captions.source_mask "heard"
-    "faster-whisper tiny.en + translation (source mask-3)": {"asr.engine": "faster-whisper",
-                                                             "captions.source_mask": "words"},
+    "faster-whisper tiny.en + translation (source mask-3)": {
+        "asr.engine": "faster-whisper",
+        "captions.source_mask": "words",
+    },
     # recognition may take 75% of the time while translating instead of 60% (pipeline.ASR_SHARE_TRANSLATING)
-    "faster-whisper tiny.en + translation (speech share 0.75)": {"asr.engine": "faster-whisper",
-                                                                 "pipeline.asr_share": 0.75},
+    "faster-whisper tiny.en + translation (speech share 0.75)": {
+        "asr.engine": "faster-whisper",
+        "pipeline.asr_share": 0.75,
+    },
     # the default before asr.compute_dtype auto chose int8 on the CPU
     "faster-whisper tiny.en float32 + translation": {"asr.engine": "faster-whisper", "asr.compute_dtype": "float32"},
     # the default before the encoder read the window plus padding (asr.encoder_seconds 10) instead of 30 s
-    "faster-whisper tiny.en + translation (30 s encoder)": {"asr.engine": "faster-whisper",
-                                                            "asr.encoder_seconds": 30.0},
+    "faster-whisper tiny.en + translation (30 s encoder)": {
+        "asr.engine": "faster-whisper",
+        "asr.encoder_seconds": 30.0,
+    },
     # unfinished lines translated in at most this share of the translator's time (translation.partial_share)
-    "faster-whisper tiny.en + translation (partial share 0.5)": {"asr.engine": "faster-whisper",
-                                                                 "translation.partial_share": 0.5},
-    # the default before translation.partial_share 0.3: the unfinished line re-translated whenever the translator is free
-    "faster-whisper tiny.en + translation (partials whenever free)": {"asr.engine": "faster-whisper",
-                                                                      "translation.partial_share": 1.0},
+    "faster-whisper tiny.en + translation (partial share 0.5)": {
+        "asr.engine": "faster-whisper",
+        "translation.partial_share": 0.5,
+    },
+    # the default before translation.partial_share 0.3: the unfinished line re-translated whenever the
+    # translator is free
+    "faster-whisper tiny.en + translation (partials whenever free)": {
+        "asr.engine": "faster-whisper",
+        "translation.partial_share": 1.0,
+    },
     "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
     # the speculative engine's encoders reading the window plus 2 s, at least 10 s (not its default)
-    "speculative tiny.en→base (10 s encoder)": {"asr.engine": "speculative", "translation.target": "none",
-                                                "asr.speculative_encoder_seconds": 10.0},
+    "speculative tiny.en→base (10 s encoder)": {
+        "asr.engine": "speculative",
+        "translation.target": "none",
+        "asr.speculative_encoder_seconds": 10.0,
+    },
     # the speculative engine's verifier run by faster-whisper as the app runs it: the fair baseline of
     # "faster than faster-whisper" (its transcript is base's, like the speculative engine's)
     "faster-whisper base": {"asr.engine": "faster-whisper", "asr.model": "whisper-base", "translation.target": "none"},
@@ -477,10 +493,10 @@ def plot(result: dict, path: Path) -> None:
             p.drawText(QRectF(x - 30, box.bottom() + 4, 60, 16), Qt.AlignmentFlag.AlignCenter, f"{tick}")
         p.drawText(QRectF(box.left(), box.bottom() + 22, box.width(), 16), Qt.AlignmentFlag.AlignCenter,
                    "end of the sentence in the reading (s)")
-        for c, (name, r) in enumerate(configs.items()):
+        for c, r in enumerate(configs.values()):
             ps = r["per_sentence"]
             pts = [QPointF(box.left() + e / ends * box.width(), box.bottom() - min(v, top) / top * box.height())
-                   for e, v in zip(ps["end_s"], ps[key]) if v is not None]
+                   for e, v in zip(ps["end_s"], ps[key], strict=True) if v is not None]
             if not pts:
                 continue
             p.setPen(QPen(QColor(colours[c % len(colours)]), 2))

@@ -39,11 +39,11 @@ RULES = ("mask-3", "mask-2", "mask-1", "mask-0", "heard-0.2", "heard-0.3", "hear
 
 def record(seconds: float, chunk: float) -> tuple[list, np.ndarray]:
     """The updates of one fast-mode pass over the reading's first ``seconds``, decoding every ``chunk``."""
+    from core.asr import StreamingTranscriber
     from core.audio.decode import SAMPLE_RATE, decode_file
     from core.models import ModelStore
     from core.session.engines import create_asr_engine
     from core.session.pipeline import streaming_options
-    from core.asr import StreamingTranscriber
     from core.settings import Settings
 
     settings = Settings().with_value("asr.engine", "faster-whisper")

@@ -36,8 +36,8 @@ def _reference(path: Path) -> str:
 def run(quick: bool, target: str) -> dict:
     from core.audio import FileSource
     from core.captions import normalize_english, word_error_rate
-    from core.session.engines import create_asr_engine, create_translator
     from core.models import ModelStore
+    from core.session.engines import create_asr_engine, create_translator
     from core.session.pipeline import CaptionPipeline
     from core.settings import Settings
 
@@ -63,7 +63,11 @@ def run(quick: bool, target: str) -> dict:
         rows.append({"clip": clip.name, "mode": "fast", "wer": round(wer, 4), **_pick(summary)})
         print(f"fast  {clip.name}: WER {wer:.3f}, {summary['cpu_seconds_per_audio_second']:.2f} CPU-s/audio-s",
               file=sys.stderr)
-    live = clips[:2] if quick else [c for c in clips if c.name.startswith(("jfk", "mfa_cold_corpus.", "librivox_shakespeare"))]
+    live = (
+        clips[:2]
+        if quick
+        else [c for c in clips if c.name.startswith(("jfk", "mfa_cold_corpus.", "librivox_shakespeare"))]
+    )
     for clip in live:
         pipe = CaptionPipeline(settings, asr, translator, realtime=True)
         summary = pipe.run(FileSource(clip, realtime=True)).to_dict()
@@ -105,7 +109,8 @@ def markdown(result: dict, command: str) -> str:
         f"Measured {result['date']} on {result['machine']}; translation target `{result['target']}`.",
         f"Reproduce: `{command}`",
         "",
-        "| clip | mode | audio s | CPU-s / audio-s | ASR s | translate s | WER | NE src out → shown | NE tr out → shown | lag mean / p90 / max s |",
+        "| clip | mode | audio s | CPU-s / audio-s | ASR s | translate s | WER | NE src out → shown "
+        "| NE tr out → shown | lag mean / p90 / max s |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:

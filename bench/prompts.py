@@ -41,12 +41,19 @@ APP = "codes+quote+pieces"
 _NEWS_EN = ("The company said on Tuesday that it would cut 500 jobs.",
             "Police are asking anyone with information to come forward.",
             "It was the first time in ten years that the team had won the title.")
-_NEWS = {"de": ("Das Unternehmen teilte am Dienstag mit, dass es 500 Stellen streichen werde.",
-                "Die Polizei bittet alle, die Hinweise geben können, sich zu melden.",
-                "Es war das erste Mal seit zehn Jahren, dass die Mannschaft den Titel gewann."),
-         "ja": ("同社は火曜日、500人の人員削減を行うと発表した。", "警察は情報を持っている人に名乗り出るよう呼びかけている。",
-                "チームがタイトルを獲得したのは10年ぶりのことだった。"),
-         "zh": ("该公司周二表示将裁员500人。", "警方呼吁任何知情者提供线索。", "这是该队十年来首次夺得冠军。")}
+_NEWS = {
+    "de": (
+        "Das Unternehmen teilte am Dienstag mit, dass es 500 Stellen streichen werde.",
+        "Die Polizei bittet alle, die Hinweise geben können, sich zu melden.",
+        "Es war das erste Mal seit zehn Jahren, dass die Mannschaft den Titel gewann.",
+    ),
+    "ja": (
+        "同社は火曜日、500人の人員削減を行うと発表した。",
+        "警察は情報を持っている人に名乗り出るよう呼びかけている。",
+        "チームがタイトルを獲得したのは10年ぶりのことだった。",
+    ),
+    "zh": ("该公司周二表示将裁员500人。", "警方呼吁任何知情者提供线索。", "这是该队十年来首次夺得冠军。"),
+}
 
 
 def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None,
@@ -58,10 +65,10 @@ def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None
 
     if variant in ("codes+quote", "codes+quote+pieces"):
         return few_shot_prompt(source, "en", lang, leave_out)
-    short = list(zip(_EXAMPLES_EN[:3], FEW_SHOT[lang][:3]))
+    short = list(zip(_EXAMPLES_EN[:3], FEW_SHOT[lang][:3], strict=True))
     if variant == "codes":
         return "".join(f"[en] {e}\n[{lang}] {t}\n" for e, t in short) + f"[en] {source}\n[{lang}]"
-    pairs = list(zip(_NEWS_EN, _NEWS[lang])) if variant == "labels+news" else short
+    pairs = list(zip(_NEWS_EN, _NEWS[lang], strict=True)) if variant == "labels+news" else short
     if variant == "labels+context" and previous is not None:
         pairs.append(previous)
     s, t = language_name("en"), language_name(lang)
@@ -94,7 +101,7 @@ def run(model: str, langs: list[str], start: int, n: int, variants: list[str]) -
                     outputs.append(text)
                     previous = (source, text) if text else None
                 chrf = round(sacrebleu.corpus_chrf(outputs, [refs]).score, 2)
-                copied = sum(1 for s, o in zip(sources, outputs) if o.strip() == s.strip())
+                copied = sum(1 for s, o in zip(sources, outputs, strict=True) if o.strip() == s.strip())
                 rows.append({"lang": lang, "variant": variant, "chrf": chrf, "copied": copied,
                              "seconds": round(time.perf_counter() - t0, 1), "sample": outputs[:2]})
                 print(f"{lang} {variant}: chrF {chrf} ({copied} left in English)", file=sys.stderr)

@@ -222,7 +222,7 @@ class _Recorder:
 
 
 def _slope_per_hour(minutes: list[float], values: list[float | None]) -> float | None:
-    pts = [(m, v) for m, v in zip(minutes, values) if v is not None]
+    pts = [(m, v) for m, v in zip(minutes, values, strict=True) if v is not None]
     if len(pts) < 3:
         return None
     x, y = np.array(pts, dtype=float).T
@@ -387,21 +387,26 @@ def table(result: dict, every_minutes: int = 10) -> str:
     v = result.get("verdict") or {}
     j = result.get("journal") or {}
     ok = {True: "yes", False: "**no**"}
-    out += ["", f"After the {v.get('warmup_minutes')}-minute warm-up: resident memory {f(v.get('rss_min_mb'), 0)}–"
-            f"{f(v.get('rss_max_mb'), 0)} MB (each minute's median of readings every second), at most "
-            f"{100 * (v.get('rss_band') or 0):.1f}% from their median {f(v.get('rss_median_mb'), 0)} MB (within ±5%: "
-            f"{ok[bool(v.get('rss_flat'))]}), trend {f(v.get('rss_slope_mb_per_hour'), 1)} MB per hour; the "
-            f"minutes' peaks (a speech-encoder pass in flight) up to {f(v.get('rss_peak_max_mb'), 0)} MB, "
-            f"{100 * (v.get('rss_peak_band') or 0):.1f}% over the median, trend "
-            f"{f(v.get('rss_peak_slope_mb_per_hour'), 1)} MB per hour; threads "
-            f"{v.get('threads')} (no growth: {ok[bool(v.get('threads_flat'))]}); descriptors {v.get('descriptors')} "
-            f"(no growth: {ok[bool(v.get('descriptors_flat'))]}). Slopes over the run, seconds per hour: lag "
-            f"{f(v.get('lag_slope_s_per_hour'), 3)} (its per-minute maximum {f(v.get('lag_max_slope_s_per_hour'), 3)}), "
-            f"sentence latency {f(v.get('latency_slope_s_per_hour'), 3)}, translation "
-            f"{f(v.get('translation_slope_s_per_hour'), 3)}."]
+    out += [
+        "",
+        f"After the {v.get('warmup_minutes')}-minute warm-up: resident memory {f(v.get('rss_min_mb'), 0)}–"
+        f"{f(v.get('rss_max_mb'), 0)} MB (each minute's median of readings every second), at most "
+        f"{100 * (v.get('rss_band') or 0):.1f}% from their median {f(v.get('rss_median_mb'), 0)} MB (within ±5%: "
+        f"{ok[bool(v.get('rss_flat'))]}), trend {f(v.get('rss_slope_mb_per_hour'), 1)} MB per hour; the "
+        f"minutes' peaks (a speech-encoder pass in flight) up to {f(v.get('rss_peak_max_mb'), 0)} MB, "
+        f"{100 * (v.get('rss_peak_band') or 0):.1f}% over the median, trend "
+        f"{f(v.get('rss_peak_slope_mb_per_hour'), 1)} MB per hour; threads "
+        f"{v.get('threads')} (no growth: {ok[bool(v.get('threads_flat'))]}); descriptors {v.get('descriptors')} "
+        f"(no growth: {ok[bool(v.get('descriptors_flat'))]}). Slopes over the run, seconds per hour: lag "
+        f"{f(v.get('lag_slope_s_per_hour'), 3)} (its per-minute maximum {f(v.get('lag_max_slope_s_per_hour'), 3)}), "
+        f"sentence latency {f(v.get('latency_slope_s_per_hour'), 3)}, translation "
+        f"{f(v.get('translation_slope_s_per_hour'), 3)}.",
+    ]
     if j:
-        out.append(f"Journal: {j['journaled']} sentences, {j['shown_finished']} shown as finished, "
-                   f"{j['missing']} of those missing from it; errors told to the user: {len(result.get('errors', []))}.")
+        out.append(
+            f"Journal: {j['journaled']} sentences, {j['shown_finished']} shown as finished, "
+            f"{j['missing']} of those missing from it; errors told to the user: {len(result.get('errors', []))}."
+        )
     return "\n".join(out)
 
 
@@ -473,7 +478,9 @@ def plot(result: dict, path: Path) -> None:
             p.setPen(QPen(QColor(colour), 2))
             if len(pts) > 1:
                 p.drawPolyline(pts)
-            p.drawLine(QPointF(box.right() + 15, box.top() + 12 + 18 * c), QPointF(box.right() + 40, box.top() + 12 + 18 * c))
+            p.drawLine(
+                QPointF(box.right() + 15, box.top() + 12 + 18 * c), QPointF(box.right() + 40, box.top() + 12 + 18 * c)
+            )
             p.setPen(QColor("black"))
             p.drawText(QPointF(box.right() + 46, box.top() + 17 + 18 * c), name)
     p.end()

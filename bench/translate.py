@@ -87,8 +87,8 @@ def prefixes(sentence: str, lag: int = 3) -> list[str]:
 def run_config(translator, config: Config, sources: list[str], lang: str) -> Run:
     """Translate every prefix of every sentence with ``config``."""
     from core.captions.metrics import erasure
-    from core.text import tokenize
     from core.captions.policy import mask_tokens
+    from core.text import tokenize
 
     opts = translator.options
     opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
@@ -150,10 +150,10 @@ def scores(run: Run, refs: list[str], lang: str) -> dict:
 def identity(reference: Run, other: Run, tie_gap: float = 1e-3) -> dict:
     """Compare β=0 SSBD with greedy AR token by token; list every divergence with its top-2 logit gap."""
     divergences = []
-    for update, (a, b) in enumerate(zip(reference.outputs, other.outputs)):
+    for update, (a, b) in enumerate(zip(reference.outputs, other.outputs, strict=True)):
         if a == b:
             continue
-        pos = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        pos = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         gap = reference.gaps[update][pos] if pos < len(reference.gaps[update]) else None
         divergences.append({"update": update, "position": pos, "top2_gap": gap,
                             "near_tie": gap is not None and gap <= tie_gap})
@@ -215,7 +215,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
     if stock_row is not None:
         row = stock_row
         outputs = row.pop("outputs")
-        row["identical_to_exact_ar"] = round(sum(a == b for a, b in zip(outputs, ar.outputs))
+        row["identical_to_exact_ar"] = round(sum(a == b for a, b in zip(outputs, ar.outputs, strict=True))
                                              / max(len(ar.outputs), 1), 4)
         row["speedup"] = round(ar.seconds / max(row["seconds"], 1e-9), 2)
         row["speedup_vs_ar_kv"] = round(ar_kv.seconds / max(row["seconds"], 1e-9), 2)
@@ -418,11 +418,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     translator.close()
     result["wall_seconds"] = round(time.time() - t0, 1)
-    command = "sotto bench translate" + (" --quick" if args.quick else "") + \
-        (f" --langs {args.langs}" if args.langs else "") + (f" --sentences {args.sentences}" if args.sentences else "") + \
-        (f" --repeats {args.repeats}" if args.repeats != 3 else "") + \
-        (" --stock-llama DIR" if args.stock_llama else "") + \
-        ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs"
+    command = (
+        "sotto bench translate"
+        + (" --quick" if args.quick else "")
+        + (f" --langs {args.langs}" if args.langs else "")
+        + (f" --sentences {args.sentences}" if args.sentences else "")
+        + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
+        + (" --stock-llama DIR" if args.stock_llama else "")
+        + ("" if args.model == "gemma-3-270m" else f" --model {args.model}")
+        + " --write-docs"
+    )
     blocks = {lang["lang"]: markdown(result, lang, command) for lang in result["languages"]}
     print("\n\n".join(blocks.values()))
     flat = summary_json(result)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 # OpenMP runtimes (CTranslate2's) spin-wait after each call by default, stealing the
 # cores from the next model; passive waiting hands them over at once.
@@ -58,7 +58,7 @@ class ComputeGate:
             self._busy = False
             self._cond.notify_all()
 
-    def __enter__(self) -> "ComputeGate":
+    def __enter__(self) -> ComputeGate:
         self.acquire(SPEECH)
         return self
 
@@ -66,7 +66,7 @@ class ComputeGate:
         self.release()
 
     @contextmanager
-    def held(self, priority: int) -> Iterator["ComputeGate"]:
+    def held(self, priority: int) -> Iterator[ComputeGate]:
         """Hold the gate at ``priority`` for the ``with`` block."""
         self.acquire(priority)
         try:

@@ -51,9 +51,14 @@ class AudioSettings:
 
     device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
     channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
-    source: str = field(default="mic", metadata={"doc": "what the app captions: 'mic', 'system' (what the computer plays), "
-                                                               "'system:OUTPUT', 'both' (mic as me, system as them), "
-                                                               "'demo' or an audio file path"})
+    source: str = field(
+        default="mic",
+        metadata={
+            "doc": "what the app captions: 'mic', 'system' (what the computer plays), "
+            "'system:OUTPUT', 'both' (mic as me, system as them), "
+            "'demo' or an audio file path"
+        },
+    )
 
 
 @dataclass
@@ -170,7 +175,7 @@ class Settings:
             for f in dataclasses.fields(obj):
                 _check(f"{section}.{f.name}", f, getattr(obj, f.name))
 
-    def with_value(self, key: str, value: Any) -> "Settings":
+    def with_value(self, key: str, value: Any) -> Settings:
         """A copy with ``key`` (``section.name``) set, validated; the original is untouched."""
         section, _, name = key.partition(".")
         if section not in _SECTIONS or not name:

@@ -34,7 +34,7 @@ class Word:
     text: str
     probability: float = 1.0
 
-    def shifted(self, offset: float) -> "Word":
+    def shifted(self, offset: float) -> Word:
         """The same word moved by ``offset`` seconds."""
         return Word(self.start + offset, self.end + offset, self.text, self.probability)
 
@@ -66,7 +66,7 @@ class StageTimings:
     asr: float = 0.0
     translate: float = 0.0
 
-    def add(self, other: "StageTimings") -> None:
+    def add(self, other: StageTimings) -> None:
         """Accumulate another update's timings."""
         self.vad += other.vad
         self.asr += other.asr

@@ -11,8 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from core.models.advice import (BUNDLED, LIVE_TOKENS_PER_S, Machine, advise, catalogue_sizes, estimated_speed,
-                                measured_speeds, record_speed, recommend, total_memory)
+from core.models.advice import (
+    BUNDLED,
+    LIVE_TOKENS_PER_S,
+    Machine,
+    advise,
+    catalogue_sizes,
+    estimated_speed,
+    measured_speeds,
+    recommend,
+    record_speed,
+    total_memory,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1_000_000_000

@@ -14,12 +14,12 @@ import sys
 import textwrap
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
-
 from conftest import ROOT
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 
@@ -42,9 +42,13 @@ def controller(qtbot, app_dirs):
 
 
 def _wait_models(qtbot, controller) -> None:
-    qtbot.waitUntil(lambda: controller.service.asr_engine is not None and
-                    (controller.service.translation_engine is not None or controller.settings.translation.target == "none"),
-                    timeout=120_000)
+    qtbot.waitUntil(
+        lambda: (
+            controller.service.asr_engine is not None
+            and (controller.service.translation_engine is not None or controller.settings.translation.target == "none")
+        ),
+        timeout=120_000,
+    )
 
 
 def _sotto_threads() -> list[str]:
@@ -83,7 +87,7 @@ def test_overlay_shows_a_real_pipeline_run_and_never_reflows_committed_lines(qtb
     # unchanged at the start of the next frame's layout of the same unfinished sentence
     width = overlay.width() - 28
     checked = 0
-    for before, after in zip(views, views[1:]):
+    for before, after in pairwise(views):
         if len(after.lines) != len(before.lines) or not before.partial.committed:
             continue
         old = wrap_paragraph([(before.partial.committed, COMMITTED)], width, overlay._measure)

@@ -4,6 +4,7 @@ and core's parts import each other without a loop (``TYPE_CHECKING`` imports inc
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 from pathlib import Path
 
 from conftest import ROOT
@@ -82,7 +83,7 @@ def test_core_parts_import_each_other_without_a_loop():
             where.setdefault((src, dst), f"{path.relative_to(ROOT)}:{line}")
     cycle = _find_cycle(edges)
     assert cycle is None, "import loop: " + " → ".join(cycle) + "\n" + "\n".join(
-        where[(x, y)] for x, y in zip(cycle, cycle[1:]))
+        where[(x, y)] for x, y in pairwise(cycle))
 
 
 def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:

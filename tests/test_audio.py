@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import synthesize, write_wav
+
 from core.audio import FileSource, VoiceActivityDetector, decode_file
 from core.errors import AudioError
 

@@ -20,7 +20,6 @@ import re
 import gguf
 import numpy as np
 import pytest
-
 from conftest import use_knobs
 
 from bench.translate import Config, identity, run_config

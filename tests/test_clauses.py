@@ -4,11 +4,10 @@ the pieces, the remembered finished pieces, the draft of the last piece, and β 
 from __future__ import annotations
 
 import pytest
+from conftest import use_knobs
 
 from bench.translate import Config, prefixes, run_config
 from core.translate.clauses import PieceMemo, clause_pieces
-
-from conftest import use_knobs
 
 LONG = ("On the matter of the AMs' title, the Commission favoured Welsh Parliament Members or WMPs, "
         "but the MWP option received the most support in a public consultation.")
@@ -86,7 +85,7 @@ def test_beta_zero_is_greedy_with_pieces(tr, ntrex):
     ar = run_config(tr, Config("ar", None, reuse=True), sources, "de")
     for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True)):
         other = run_config(tr, cfg, sources, "de")
-        diverging = [(i, a, b) for i, (a, b) in enumerate(zip(ar.outputs, other.outputs)) if a != b]
+        diverging = [(i, a, b) for i, (a, b) in enumerate(zip(ar.outputs, other.outputs, strict=True)) if a != b]
         for i, a, b in diverging:
             print(f"{cfg.name}: update {i} differs: {a} vs {b}")
         assert not diverging

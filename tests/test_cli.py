@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 
@@ -66,8 +65,8 @@ def test_caption_without_translation(shared, tmp_path: Path):
 
 
 def test_silent_file_says_no_speech(tmp_path: Path):
-    from conftest import write_wav
     import numpy as np
+    from conftest import write_wav
 
     path = write_wav(tmp_path / "silence.wav", np.zeros(16000 * 4, dtype=np.float32))
     proc = sotto("caption", str(path), "--target", "none", "--out", str(tmp_path / "o"))

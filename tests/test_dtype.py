@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import SHARED
 
 CLIPS = ("jfk.flac", "librispeech_1089-134686-0000.flac")  # 11 s and 10 s: keeps the file near a minute
@@ -148,7 +147,7 @@ def _compare(reference, result, tolerance: float, label: str) -> list[str]:
     ref, got = reference.tokens, result.tokens
     if ref == got:
         return []
-    i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    i = next((k for k, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), min(len(ref), len(got)))
     gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
     note = f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}, tolerance {tolerance}): " \
            f"{reference.text!r} vs {result.text!r}"

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 RECORDING = "asr/mfa_cold_corpus.wav"  # 25.7 s of spontaneous speech, six sentences
@@ -302,7 +301,9 @@ def test_overload_lag_stays_bounded_and_no_finished_sentence_is_lost(shared, tin
           f"messages {rec.messages}")
     assert lag.max < 15, lag
     lines = rec.views[-1].lines
-    assert len(lines) >= 5 and all(line.translation for line in lines), [(l.sentence.text, l.translation) for l in lines]
+    assert len(lines) >= 5 and all(line.translation for line in lines), [
+        (line.sentence.text, line.translation) for line in lines
+    ]
     saved = read_session(tmp_path)
     assert [e.source for e in saved.entries] == [line.sentence.text.strip() for line in lines]
     assert all(e.translation for e in saved.entries)  # every finished sentence got its frozen translation

@@ -106,6 +106,7 @@ def _translate_while_speech_waits(translator, final: bool) -> tuple[str, int, in
     Returns the translation, the tokens the model had run when speech got the gate, and the tokens
     it had run at the end (the model runs only while its thread holds the gate)."""
     from conftest import wait_for
+
     from core.compute import COMPUTE_GATE
 
     got: dict[str, object] = {}
@@ -286,6 +287,7 @@ def test_the_speculative_runner_reads_the_same_frames_through_the_same_encoder_l
 # -- lines end at clauses --------------------------------------------------------------------------
 def test_lines_end_at_clauses_pauses_or_the_word_limit_and_never_lose_a_word(tiny_engine, reading):
     from conftest import transcribe_stream
+
     from core.captions import normalize_english, word_error_rate
 
     audio = reading[: 52 * 16000]  # the first five sentences, long ones without full stops

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import wait_for
+
 from core.audio import loopback
 from core.audio.loopback import (
     MACOS_UNAVAILABLE,

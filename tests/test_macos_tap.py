@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import wait_for
+
 from core.audio import loopback, macos_tap
 from core.audio.loopback import MACOS_UNAVAILABLE, SystemAudioSource, list_output_devices, open_system_source
 from core.audio.macos_tap import (
@@ -418,12 +418,12 @@ def test_the_helper_is_gone_when_the_process_reading_it_dies(helper, tmp_path):
 
     helper("quiet")
     code = (
-        "import sys; sys.path.insert(0, {root!r})\n"
+        f"import sys; sys.path.insert(0, {str(Path(macos_tap.__file__).resolve().parents[2])!r})\n"
         "from core.audio.macos_tap import TapProcess, find_helper\n"
         "import threading\n"
         "tap = TapProcess(find_helper()); tap.open(threading.Event())\n"
         "print('open', flush=True); threading.Event().wait()\n"
-    ).format(root=str(Path(macos_tap.__file__).resolve().parents[2]))
+    )
     reader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     assert reader.stdout.readline().strip() == b"open"
     wait_for(lambda: len(helper.pids()) == 1, 3.0, "the helper to start")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, SHARED, wait_for
+
 from core.audio import decode_file
 from core.audio.echo import EchoGate
 from core.captions import normalize_english, word_error_rate
@@ -201,9 +201,9 @@ def test_settings_panel_meters_both_streams(qtbot, meeting, monkeypatch):
     system audio, each following its own sound."""
     for key in ("XDG_RUNTIME_DIR", "PULSE_RUNTIME_PATH", "SOTTO_CONFIG_DIR", "SOTTO_DATA_DIR"):
         monkeypatch.setenv(key, meeting[key])
-    from app.controllers.app import AppController
-
     import sounddevice
+
+    from app.controllers.app import AppController
 
     # PortAudio lists its devices once per process: start it afresh against this test's sound server
     sounddevice._terminate()

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, wait_for
+
 from core.captions import normalize_english, word_error_rate
 
 pytestmark = pytest.mark.audio

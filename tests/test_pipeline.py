@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-
 from core.audio import FileSource
 from core.session.pipeline import CaptionPipeline
 from core.settings import Settings

@@ -112,7 +112,9 @@ APP = textwrap.dedent('''
 _ATTEMPT = re.compile(r"\b(connect|sendto|sendmsg)\(.*\bAF_INET6?\b")
 
 
-def _run_watched(tmp_path: Path, args: list[str], timeout: float = 600) -> tuple[subprocess.CompletedProcess, list[str], list[dict]]:
+def _run_watched(
+    tmp_path: Path, args: list[str], timeout: float = 600
+) -> tuple[subprocess.CompletedProcess, list[str], list[dict]]:
     """Run ``args`` under strace in a namespace without network, with the audit hook; the result,
     the kernel-level attempts and the Python-level ones."""
     hook_dir = tmp_path / "hook"

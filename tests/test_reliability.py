@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, wait_for, write_wav
 
 # Spontaneous speech whose sentences end at about 9, 13, 18 and 24 s, twice over (51 s, so a
@@ -157,7 +156,7 @@ def _check_session_after_kill(out: Path, when: str) -> tuple[int, int]:
     # between writing source.srt and journalling the sentence)
     cues = parse_srt((out / "source.srt").read_bytes(), f"{when}: source.srt")
     assert len(sentences) <= len(cues) <= len(sentences) + 1, f"{when}: {len(cues)} cues, {len(sentences)} sentences"
-    for s, (start, _end, text) in zip(sentences, cues):
+    for s, (start, _end, text) in zip(sentences, cues, strict=True):
         assert text == " ".join(s["text"].split()) and start == pytest.approx(s["start"], abs=0.0011), (when, s, text)
 
     # translation.srt holds every frozen translation (same rule)
@@ -165,7 +164,7 @@ def _check_session_after_kill(out: Path, when: str) -> tuple[int, int]:
     tr_cues = parse_srt(tr_path.read_bytes(), f"{when}: translation.srt") if tr_path.exists() else []
     shown = [t for _i, t in sorted(frozen.items()) if t.strip()]
     assert len(shown) <= len(tr_cues) <= len(shown) + 1, f"{when}: {len(tr_cues)} translation cues, {len(shown)} frozen"
-    for t, (_s, _e, text) in zip(shown, tr_cues):
+    for t, (_s, _e, text) in zip(shown, tr_cues, strict=True):
         assert text == "\n".join(line.strip() for line in t.splitlines() if line.strip()), (when, t, text)
 
     # the history opens it with the same entries
@@ -185,7 +184,7 @@ def test_kill_9_mid_session_keeps_every_committed_sentence(shared, tmp_path: Pat
         runs = [pool.submit(_kill_mid_session, shared, tmp_path / f"run{n}", d) for n, d in enumerate(delays)]
         moments = [r.result() for r in runs]
     kept = 0
-    for n, (delay, (t_first, t_kill)) in enumerate(zip(delays, moments)):
+    for n, (delay, (t_first, t_kill)) in enumerate(zip(delays, moments, strict=True)):
         when = f"kill {n + 1}: {delay:.2f} s after the first cue (first cue at {t_first:.1f} s, kill at {t_kill:.1f} s)"
         sentences, translations = _check_session_after_kill(tmp_path / f"run{n}", when)
         print(f"{when}: {sentences} sentences, {translations} translations kept")
@@ -338,7 +337,9 @@ class Case:
 def _speech() -> np.ndarray:
     from core.audio import decode_file
 
-    return decode_file(ROOT.parent / "shared" / "data" / "asr" / "jfk.flac")[: 16000 * 5]  # "And so my fellow Americans…"
+    return decode_file(ROOT.parent / "shared" / "data" / "asr" / "jfk.flac")[
+        : 16000 * 5
+    ]  # "And so my fellow Americans…"
 
 
 def _resample(audio: np.ndarray, rate: int) -> np.ndarray:

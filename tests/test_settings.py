@@ -76,5 +76,7 @@ def test_a_version_3_file_takes_the_retuned_latency_defaults_but_keeps_a_users_c
     assert loaded.asr.buffer_trim_s == 12.0  # chosen by the user
     assert loaded.asr.clause_min_words == 6 and loaded.asr.max_line_words == 20
     save_settings(loaded, path)
-    path.write_text(path.read_text(encoding="utf-8").replace("min_chunk_s = 0.5", "min_chunk_s = 1.0"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("min_chunk_s = 0.5", "min_chunk_s = 1.0"), encoding="utf-8"
+    )
     assert load_settings(path).asr.min_chunk_s == 1.0  # a version 4 file means it

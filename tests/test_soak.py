@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import pairwise
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def test_the_lag_stays_bounded_and_captions_keep_coming(soak):
     assert all(r["latency_p50"] is not None for r in rows[:-1]), "a half minute without a finished line"
     # no flood of lines (the dots loop the 2-hour soak found made ~1500 a minute); people say ~10 a minute
     counts = [r["sentences"] for r in rows]
-    assert max(b - a for a, b in zip(counts, counts[1:])) <= 30, counts
+    assert max(b - a for a, b in pairwise(counts)) <= 30, counts
     assert soak["errors"] == []
 
 

@@ -12,9 +12,10 @@ tests/test_dtype.py.)
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
-
 from conftest import SHARED
 
 CLIPS = ("jfk.flac", "librispeech_1089-134686-0000.flac", "librispeech_2412-153948-0000.flac",
@@ -50,7 +51,7 @@ def _compare(reference, result, label: str) -> tuple[bool, list[str]]:
     ref, got = reference.tokens, result.tokens
     if ref == got:
         return True, []
-    i = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    i = next((k for k, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), min(len(ref), len(got)))
     gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
     note = f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}): {reference.text!r} vs {result.text!r}"
     print(note)
@@ -67,7 +68,9 @@ def test_conversion_reproduces_the_ctranslate2_greedy_transcript(store, runners,
 
     exact_tiny = WhisperRunner(store.resolve("whisper-tiny.en"))  # the fixture's drafter is int8
     short_tiny = WhisperRunner(store.resolve("whisper-tiny.en"), encoder_seconds=10.0)
-    for runner, name in zip((exact_tiny, short_tiny, runners[1]), ("whisper-tiny.en", "whisper-tiny.en", "whisper-base")):
+    for runner, name in zip(
+        (exact_tiny, short_tiny, runners[1]), ("whisper-tiny.en", "whisper-tiny.en", "whisper-base"), strict=True
+    ):
         ct2 = WhisperModel(str(store.resolve(name)), device="cpu", compute_type="float32")
         features = runner.features(jfk)[0].float().cpu().numpy()
         assert features.shape[-1] == (1300 if runner is short_tiny else 3000)
@@ -271,6 +274,7 @@ def test_speculative_engine_streams_with_word_times(store, jfk):
     """The engine the settings select: streaming captions through LocalAgreement, word times from
     the verifier's attention, and each update verifying the previous transcript first."""
     from conftest import transcribe_stream
+
     from core.captions import normalize_english, word_error_rate
     from core.session.engines import create_asr_engine
     from core.settings import Settings
@@ -283,7 +287,7 @@ def test_speculative_engine_streams_with_word_times(store, jfk):
     assert word_error_rate(reference, normalize_english(text)) <= 0.1, text
     words = list(transcriber._history)
     assert all(0 <= w.start <= w.end <= 11.1 for w in words)
-    assert all(a.start <= b.start + 0.05 for a, b in zip(words, words[1:])), "word times run forward"
+    assert all(a.start <= b.start + 0.05 for a, b in pairwise(words)), "word times run forward"
     country = [w for w in words if "country" in w.text.lower()]
     assert country and 5.5 < country[0].start < 7.0, country  # "country" is first said at about 6 s
     assert engine.stats.previous_accepted > 0 and engine.stats.previous_accepted >= engine.stats.draft_accepted / 4

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
-
 from conftest import use_knobs
 
 from bench.translate import Config, identity, prefixes, run_config
@@ -244,7 +245,7 @@ def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never
         assert translated.wait(60)
     assert len(calls) == 3
     # every partial after the first started only after its rest: 9x the previous call's time
-    for (s0, e0, _), (s1, _e1, _) in zip(calls, calls[1:]):
+    for (s0, e0, _), (s1, _e1, _) in pairwise(calls):
         assert s1 - e0 >= 9 * (e0 - s0) * 0.95, calls
     # a finished sentence during a rest goes at once
     rest_ends = calls[-1][1] + 9 * (calls[-1][1] - calls[-1][0])

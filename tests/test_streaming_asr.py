@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import synthesize, transcribe_stream
+
 from core.audio import decode_file
 from core.captions import normalize_english, word_error_rate
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from core.stream import Sentence
 from core.errors import TranslationError
+from core.stream import Sentence
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
 
 JFK = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."

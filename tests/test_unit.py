@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from core.asr.agreement import HypothesisBuffer
-from core.stream import Word
 from core.audio.ringbuffer import RingBuffer
 from core.audio.window import AudioWindow
 from core.captions import mask_tokens, normalize_english, normalized_erasure, to_srt, to_vtt, word_error_rate
-from core.text import tokenize
 from core.captions.metrics import ErasureMeter
+from core.stream import Word
+from core.text import tokenize
 
 
 def test_ringbuffer_fifo_and_wraparound():

@@ -46,7 +46,7 @@ class ModelDownloads(QObject):
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel every download and wait for the threads."""
-        for thread, cancel in self._jobs.values():
+        for _thread, cancel in self._jobs.values():
             cancel.set()
         for thread, _ in self._jobs.values():
             thread.join(timeout)

@@ -6,7 +6,15 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import (
-    QCheckBox, QHBoxLayout, QLabel, QMainWindow, QMenu, QProgressBar, QPushButton, QSystemTrayIcon, QVBoxLayout,
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QSystemTrayIcon,
+    QVBoxLayout,
     QWidget,
 )
 

@@ -12,8 +12,8 @@ full.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from core.text import CJK_CHAR
 
@@ -51,8 +51,8 @@ def wrap_paragraph(parts: list[tuple[str, str]], width: float,
                    measure: Callable[[str, str], float]) -> list[VisualLine]:
     """Wrap styled ``parts`` [(text, style), …] into visual lines no wider than ``width``.
 
-    ``measure(text, style)`` gives the drawn width. Greedy: a unit goes on the current line if it fits, else starts the next
-    one (a unit wider than a line gets a line of its own). Leading spaces are
+    ``measure(text, style)`` gives the drawn width. Greedy: a unit goes on the current line if it fits, else
+    starts the next one (a unit wider than a line gets a line of its own). Leading spaces are
     dropped at line starts.
     """
     lines: list[VisualLine] = []

@@ -11,8 +11,25 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QCheckBox, QColorDialog, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFontComboBox,
-    QFormLayout, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSlider, QSpinBox, QTabWidget, QVBoxLayout, QWidget,
+    QCheckBox,
+    QColorDialog,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFontComboBox,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from core.models.store import ModelStatus, human_size
@@ -192,7 +209,9 @@ class SettingsPanel(QDialog):
         mask_help.setWordWrap(True)
         form.addRow("", mask_help)
         self.beta.valueChanged.connect(lambda v: self.beta_value.setText(f"{v / 100:.2f}"))
-        self.beta.sliderReleased.connect(lambda: self.change_requested.emit("translation.beta", self.beta.value() / 100))
+        self.beta.sliderReleased.connect(
+            lambda: self.change_requested.emit("translation.beta", self.beta.value() / 100)
+        )
         self.beta.actionTriggered.connect(self._beta_action)
         self.engine.currentIndexChanged.connect(
             lambda: self.change_requested.emit("translation.engine", self.engine.currentData()))
@@ -288,7 +307,9 @@ class SettingsPanel(QDialog):
         for key, row, kind in (("asr.model", self.asr_model, "speech"), ("asr.drafter", self.drafter_model, "speech"),
                                ("asr.verifier", self.verifier_model, "speech"),
                                ("translation.model", self.translation_model, "translation")):
-            row.combo.currentIndexChanged.connect(lambda _=0, k=key, r=row: self.change_requested.emit(k, r.combo.currentData()))
+            row.combo.currentIndexChanged.connect(
+                lambda _=0, k=key, r=row: self.change_requested.emit(k, r.combo.currentData())
+            )
             row.download_requested.connect(self.download_requested.emit)
             row.cancel_requested.connect(self.cancel_download.emit)
             row.choose_local.connect(lambda k=key, kd=kind: self._choose_local(k, kd))
@@ -341,8 +362,12 @@ class SettingsPanel(QDialog):
         return w
 
     def _choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "An audio or video file", "",
-                                              "Audio and video (*.wav *.flac *.mp3 *.m4a *.ogg *.opus *.mp4 *.mkv *.webm);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "An audio or video file",
+            "",
+            "Audio and video (*.wav *.flac *.mp3 *.m4a *.ogg *.opus *.mp4 *.mkv *.webm);;All files (*)",
+        )
         if path:
             self.change_requested.emit("audio.source", path)
 

@@ -3,7 +3,15 @@
 from .decode import SAMPLE_RATE, decode_file
 from .loopback import OutputDevice, SystemAudioSource, list_output_devices, open_system_source, system_audio_unavailable
 from .ringbuffer import RingBuffer
-from .sources import AudioSource, FileSource, InputDevice, MicrophoneSource, find_input_device, list_input_devices, open_source
+from .sources import (
+    AudioSource,
+    FileSource,
+    InputDevice,
+    MicrophoneSource,
+    find_input_device,
+    list_input_devices,
+    open_source,
+)
 from .vad import VadEvent, VadOptions, VoiceActivityDetector
 
 __all__ = [

@@ -12,6 +12,7 @@ so characters, sacrebleu's own Chinese tokenisation, stand in for it).
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from ..text import common_prefix_len, tokenize
 
@@ -25,7 +26,7 @@ def normalized_erasure(outputs: list[list[str]]) -> float:
     """NE of a stream of tokenised outputs (0 when the final output is empty)."""
     if not outputs or not outputs[-1]:
         return 0.0
-    total = sum(erasure(prev, cur) for prev, cur in zip(outputs, outputs[1:]))
+    total = sum(erasure(prev, cur) for prev, cur in pairwise(outputs))
     return total / len(outputs[-1])
 
 

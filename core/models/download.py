@@ -16,9 +16,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .. import logger
 from ..errors import DownloadCancelled, DownloadError

@@ -116,14 +116,30 @@ _register(
         hub_repo="Systran/faster-whisper-base",
         bundled=True,
         files=(
-            ModelFile("model.bin", "905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57", 94371840 + 50845767,
-                      (BundledPart(_BASE_PKG_1, "data/model.bin.part1"), BundledPart(_BASE_PKG_2, "data/model.bin.part2"))),
-            ModelFile("config.json", "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a", 2309,
-                      (BundledPart(_BASE_PKG_2, "data/config.json"),)),
-            ModelFile("tokenizer.json", "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4", 3930462,
-                      (BundledPart(_BASE_PKG_2, "data/tokenizer.json"),)),
-            ModelFile("vocabulary.json", "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766", 1068101,
-                      (BundledPart(_BASE_PKG_2, "data/vocabulary.json"),)),
+            ModelFile(
+                "model.bin",
+                "905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57",
+                94371840 + 50845767,
+                (BundledPart(_BASE_PKG_1, "data/model.bin.part1"), BundledPart(_BASE_PKG_2, "data/model.bin.part2")),
+            ),
+            ModelFile(
+                "config.json",
+                "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a",
+                2309,
+                (BundledPart(_BASE_PKG_2, "data/config.json"),),
+            ),
+            ModelFile(
+                "tokenizer.json",
+                "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4",
+                3930462,
+                (BundledPart(_BASE_PKG_2, "data/tokenizer.json"),),
+            ),
+            ModelFile(
+                "vocabulary.json",
+                "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766",
+                1068101,
+                (BundledPart(_BASE_PKG_2, "data/vocabulary.json"),),
+            ),
         ),
     )
 )
@@ -156,7 +172,13 @@ for _name, _repo, _size, _desc, _multi in (
     ("whisper-small", "Systran/faster-whisper-small", 484_000_000, "Whisper small (multilingual)", True),
     ("whisper-small.en", "Systran/faster-whisper-small.en", 484_000_000, "Whisper small.en (English only)", False),
     ("whisper-medium", "Systran/faster-whisper-medium", 1_530_000_000, "Whisper medium (multilingual, verifier)", True),
-    ("whisper-medium.en", "Systran/faster-whisper-medium.en", 1_530_000_000, "Whisper medium.en (English only, verifier)", False),
+    (
+        "whisper-medium.en",
+        "Systran/faster-whisper-medium.en",
+        1_530_000_000,
+        "Whisper medium.en (English only, verifier)",
+        False,
+    ),
 ):
     _register(_ct2_whisper(_name, _repo, _size, _desc, _multi))
 for _size_b, _bytes, _desc in (

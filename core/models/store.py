@@ -24,9 +24,9 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .. import logger
 from ..errors import DownloadError, ModelError, ModelMemoryError, ModelNotFoundError, out_of_memory
@@ -221,7 +221,8 @@ class ModelStore:
             )
         size = _human_size(spec.approx_size)
         raise ModelNotFoundError(
-            f"The model '{spec.name}' is not on this machine; run `sotto models get {spec.name}` to download it ({size})."
+            f"The model '{spec.name}' is not on this machine; "
+            f"run `sotto models get {spec.name}` to download it ({size})."
         )
 
     # -- bundled -------------------------------------------------------------------
@@ -238,7 +239,7 @@ class ModelStore:
             staging = directory.with_name(directory.name + ".staging")
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
-            total = sum((_part_path(p).stat().st_size for f in spec.files for p in f.parts))  # type: ignore[union-attr]
+            total = sum(_part_path(p).stat().st_size for f in spec.files for p in f.parts)  # type: ignore[union-attr]
             done = 0
             files: dict[str, dict] = {}
             for mfile in spec.files:

@@ -7,7 +7,6 @@ from ..models.store import ModelStore, StatusCallback
 from ..settings import Settings
 from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rules
 
-
 # What each engine is built from: a change to any of these needs the engine rebuilt.
 ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
                    "calibrate", "compute_device", "compute_dtype", "encoder_seconds",

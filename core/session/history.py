@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..captions.subtitles import to_srt, to_vtt, write_text_atomic
 from ..errors import SottoError
 from ..paths import data_dir
-from ..captions.subtitles import to_srt, to_vtt, write_text_atomic
 from ..stream import speaker_label
 from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
 

@@ -7,8 +7,8 @@ caption policy decides what is shown.
 translation worker's thread. In real-time mode each read takes *all* audio that
 arrived since the last one (never a backlog), and the translation worker drops
 stale partials; when the lag still reaches :data:`~.summary.BEHIND_S` the listener
-is told once ("falling behind"), and once more when it has caught up. In fast mode (a file as fast as possible) every step runs in
-order, so results are reproducible. Displays plug in through :class:`PipelineListener`.
+is told once ("falling behind"), and once more when it has caught up. In fast mode (a file as fast
+as possible) every step runs in order, so results are reproducible. Displays plug in through :class:`PipelineListener`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,16 @@ from ..translate.translator import LlamaTranslator
 from ..translate.worker import InlineTranslation, TranslationWorker
 from .engines import translator_knobs
 from .journal import CaptionJournal
-from .summary import (BEHIND_S, CAUGHT_UP_MESSAGE, CAUGHT_UP_S, ASRInfo, RunStats, RunSummary, TranslationInfo,
-                      falling_behind_message)
+from .summary import (
+    BEHIND_S,
+    CAUGHT_UP_MESSAGE,
+    CAUGHT_UP_S,
+    ASRInfo,
+    RunStats,
+    RunSummary,
+    TranslationInfo,
+    falling_behind_message,
+)
 
 
 class PipelineListener(Protocol):

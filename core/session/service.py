@@ -29,8 +29,15 @@ from ..settings import Settings
 from ..threads import JobThread
 from ..translate.translator import LlamaTranslator
 from ..translate.worker import TranslationWorker
-from .engines import (ASR_ENGINE_KEYS, TRANSLATOR_KEYS, asr_engine_key, create_asr_engine, create_translator,
-                      translator_key, translator_knobs)
+from .engines import (
+    ASR_ENGINE_KEYS,
+    TRANSLATOR_KEYS,
+    asr_engine_key,
+    create_asr_engine,
+    create_translator,
+    translator_key,
+    translator_knobs,
+)
 from .history import CaptionHistory
 from .pipeline import CaptionPipeline, PipelineListener
 from .summary import RunSummary

@@ -40,7 +40,7 @@ class LatencyStats:
     count: int
 
     @classmethod
-    def of(cls, values: list[float]) -> "LatencyStats | None":
+    def of(cls, values: list[float]) -> LatencyStats | None:
         """The statistics of ``values`` (None when there are none)."""
         if not values:
             return None

@@ -18,7 +18,6 @@ import numpy as np
 from .. import logger
 from ..errors import Interrupted, ModelError
 
-
 _native_log_callback = None
 _load_messages: list[str] | None = None  # llama.cpp's warnings and errors while a model loads (under _params_lock)
 

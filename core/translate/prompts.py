@@ -13,28 +13,61 @@ _EXAMPLES_EN = (
     '"We will not give up," the minister said.',
 )
 FEW_SHOT = {
-    "de": ("Das Wetter ist heute schön.", "Wo ist der Bahnhof?",
-           "Ich möchte allen danken, die heute Abend hierher gekommen sind.",
-           "„Wir werden nicht aufgeben“, sagte der Minister."),
-    "ja": ("今日はいい天気です。", "駅はどこですか？", "今夜ここに来てくださった皆さんに感謝したいと思います。",
-           "「私たちは諦めない」と大臣は述べた。"),
+    "de": (
+        "Das Wetter ist heute schön.",
+        "Wo ist der Bahnhof?",
+        "Ich möchte allen danken, die heute Abend hierher gekommen sind.",
+        "„Wir werden nicht aufgeben“, sagte der Minister.",
+    ),
+    "ja": (
+        "今日はいい天気です。",
+        "駅はどこですか？",
+        "今夜ここに来てくださった皆さんに感謝したいと思います。",
+        "「私たちは諦めない」と大臣は述べた。",
+    ),
     "zh": ("今天天气很好。", "火车站在哪里？", "我要感谢今晚来到这里的每一个人。", "“我们不会放弃，”部长说。"),
-    "fr": ("Il fait beau aujourd'hui.", "Où est la gare ?",
-           "Je voudrais remercier tous ceux qui sont venus ici ce soir.",
-           "« Nous n'abandonnerons pas », a déclaré le ministre."),
-    "es": ("Hoy hace buen tiempo.", "¿Dónde está la estación de tren?",
-           "Me gustaría agradecer a todos los que vinieron aquí esta noche.", "«No nos rendiremos», dijo el ministro."),
-    "it": ("Oggi il tempo è bello.", "Dov'è la stazione?",
-           "Vorrei ringraziare tutti coloro che sono venuti qui stasera.", "«Non ci arrenderemo», ha detto il ministro."),
-    "pt": ("O tempo está bom hoje.", "Onde fica a estação de comboios?",
-           "Gostaria de agradecer a todos os que vieram aqui esta noite.", "«Não vamos desistir», disse o ministro."),
-    "nl": ("Het weer is mooi vandaag.", "Waar is het station?",
-           "Ik wil iedereen bedanken die hier vanavond is gekomen.", "‘We geven niet op’, zei de minister."),
-    "ko": ("오늘은 날씨가 좋습니다.", "기차역이 어디에 있습니까?", "오늘 밤 이곳에 와 주신 모든 분들께 감사드립니다.",
-           "\"우리는 포기하지 않을 것입니다\"라고 장관이 말했다."),
-    "ru": ("Сегодня хорошая погода.", "Где находится вокзал?",
-           "Я хотел бы поблагодарить всех, кто пришёл сюда сегодня вечером.",
-           "«Мы не сдадимся», — сказал министр."),
+    "fr": (
+        "Il fait beau aujourd'hui.",
+        "Où est la gare ?",
+        "Je voudrais remercier tous ceux qui sont venus ici ce soir.",
+        "« Nous n'abandonnerons pas », a déclaré le ministre.",
+    ),
+    "es": (
+        "Hoy hace buen tiempo.",
+        "¿Dónde está la estación de tren?",
+        "Me gustaría agradecer a todos los que vinieron aquí esta noche.",
+        "«No nos rendiremos», dijo el ministro.",
+    ),
+    "it": (
+        "Oggi il tempo è bello.",
+        "Dov'è la stazione?",
+        "Vorrei ringraziare tutti coloro che sono venuti qui stasera.",
+        "«Non ci arrenderemo», ha detto il ministro.",
+    ),
+    "pt": (
+        "O tempo está bom hoje.",
+        "Onde fica a estação de comboios?",
+        "Gostaria de agradecer a todos os que vieram aqui esta noite.",
+        "«Não vamos desistir», disse o ministro.",
+    ),
+    "nl": (
+        "Het weer is mooi vandaag.",
+        "Waar is het station?",
+        "Ik wil iedereen bedanken die hier vanavond is gekomen.",
+        "‘We geven niet op’, zei de minister.",
+    ),
+    "ko": (
+        "오늘은 날씨가 좋습니다.",
+        "기차역이 어디에 있습니까?",
+        "오늘 밤 이곳에 와 주신 모든 분들께 감사드립니다.",
+        '"우리는 포기하지 않을 것입니다"라고 장관이 말했다.',
+    ),
+    "ru": (
+        "Сегодня хорошая погода.",
+        "Где находится вокзал?",
+        "Я хотел бы поблагодарить всех, кто пришёл сюда сегодня вечером.",
+        "«Мы не сдадимся», — сказал министр.",
+    ),
 }
 
 
@@ -50,7 +83,7 @@ def few_shot_prompt(source: str, source_lang: str, target_lang: str, leave_out: 
     translating, see :func:`echoed_example`)."""
     lines = []
     if source_lang == "en" and target_lang in FEW_SHOT:
-        for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang])):
+        for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
             if i == leave_out:
                 continue
             lines.append(f"[{source_lang}] {en}\n[{target_lang}] {tr}\n")
@@ -65,7 +98,7 @@ def echoed_example(text: str, source: str, source_lang: str, target_lang: str) -
     if source_lang != "en" or target_lang not in FEW_SHOT:
         return None
     said = text.strip()
-    for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang])):
+    for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
         if said == tr and source.strip() != en:
             return i
     return None

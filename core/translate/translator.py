@@ -166,7 +166,7 @@ def bias_span(source: str, draft_source: str | None, draft_len: int, holdback: i
         return 0
     before, now = _words(draft_source), _words(source)
     shared = 0
-    for a, b in zip(before, now):
+    for a, b in zip(before, now, strict=False):
         if a != b:
             break
         shared += 1
@@ -418,14 +418,14 @@ class LlamaTranslator:
         runner.truncate(keep)
         return runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
 
-    def _generate_ar(self, prompt: list[int], max_new: int) -> "_Step":
+    def _generate_ar(self, prompt: list[int], max_new: int) -> _Step:
         """Plain greedy decoding: argmax until a stop token, a newline or a loop."""
         logits, reused = self._start(prompt)
         step = _Step(reused=reused)
         self._greedy(logits, step, max_new)
         return step
 
-    def _greedy(self, logits: np.ndarray, step: "_Step", max_new: int) -> None:
+    def _greedy(self, logits: np.ndarray, step: _Step, max_new: int) -> None:
         """Continue greedily from ``logits`` (the cache holds everything before them)."""
         while len(step.tokens) < max_new:
             token = int(np.argmax(logits))
@@ -441,7 +441,7 @@ class LlamaTranslator:
         if self._steps_aside:
             self._yielded += COMPUTE_GATE.yield_to_speech(TRANSLATION)
 
-    def _append(self, step: "_Step", token: int, logits: np.ndarray) -> bool:
+    def _append(self, step: _Step, token: int, logits: np.ndarray) -> bool:
         """Add an output token; False when it closed a repetition loop (which is cut off): a span of
         tokens repeated (:func:`repetition_span`) or one word three times (:func:`repeated_word`)."""
         step.tokens.append(token)
@@ -457,7 +457,7 @@ class LlamaTranslator:
             return False
         return True
 
-    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int], span: int) -> "_Step":
+    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int], span: int) -> _Step:
         """Self-speculative biased decoding (SSBD, Algorithm 1).
 
         The draft is appended to the prompt and verified in batched forward passes

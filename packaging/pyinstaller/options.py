@@ -34,7 +34,7 @@ class BuildOptions:
     excludes: tuple[str, ...] = field(default=())
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, version: str = "0.0.0") -> "BuildOptions":
+    def from_env(cls, env: dict[str, str] | None = None, version: str = "0.0.0") -> BuildOptions:
         env = dict(os.environ if env is None else env)
         with_torch = env.get("SOTTO_BUNDLE_TORCH", "") == "1"
         models = env.get("SOTTO_BUNDLE_MODELS") or None

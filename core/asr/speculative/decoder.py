@@ -100,7 +100,7 @@ class DecodeStats:
         """Decoder time (drafter + verifier passes, without the encoders)."""
         return self.drafter_seconds + self.verifier_seconds
 
-    def add(self, other: "DecodeStats") -> None:
+    def add(self, other: DecodeStats) -> None:
         """Accumulate another decode's stats."""
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -161,7 +161,9 @@ class _Verdict:
 class SpeculativeDecoder:
     """Drafter + verifier decoding whose output equals the verifier's greedy decoding."""
 
-    def __init__(self, drafter: WhisperRunner, verifier: WhisperRunner, options: SpeculativeOptions | None = None) -> None:
+    def __init__(
+        self, drafter: WhisperRunner, verifier: WhisperRunner, options: SpeculativeOptions | None = None
+    ) -> None:
         self.drafter = drafter
         self.verifier = verifier
         self.options = options or SpeculativeOptions()

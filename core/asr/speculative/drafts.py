@@ -22,8 +22,9 @@ drafts under.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -224,7 +225,7 @@ class DrafterSource(DraftSource):
         target = self._target(verified)
         current = self.state.tokens[self.prompt_len:]
         common = 0
-        for a, b in zip(current, target):
+        for a, b in zip(current, target, strict=False):
             if a != b:
                 break
             common += 1

@@ -10,8 +10,8 @@ import numpy as np
 
 from ...compute import COMPUTE_GATE
 from ...errors import Interrupted
-from ..engine import WHISPER_SECONDS, ASREngine, Hypothesis
 from ...stream import Word
+from ..engine import WHISPER_SECONDS, ASREngine, Hypothesis
 from .alignment import word_timestamps
 from .decoder import DecodeStats, SpeculativeDecoder, SpeculativeOptions
 from .runtime import WhisperRunner

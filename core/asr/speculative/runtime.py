@@ -10,9 +10,8 @@ speculative decoder are built on these two operations.
 
 from __future__ import annotations
 
-import sys
-
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,10 +70,11 @@ class WhisperRunner:
         least that many seconds (:func:`core.asr.engine.encoder_frames_rule`; 30, the default:
         Whisper's own 30 s)."""
         torch = _torch()
-        from ...compute import torch_device, torch_dtype_name
         from tokenizers import Tokenizer
         from transformers import WhisperConfig, WhisperForConditionalGeneration
         from transformers.utils import logging as hf_logging
+
+        from ...compute import torch_device, torch_dtype_name
 
         hf_logging.disable_progress_bar()
 
@@ -187,7 +187,7 @@ class WhisperRunner:
         return tokens
 
     # -- model passes ----------------------------------------------------------------------------
-    def features(self, audio: np.ndarray) -> "object":
+    def features(self, audio: np.ndarray) -> object:
         """Log-Mel features of ``audio`` (16 kHz mono), padded as Whisper pads a window to 30 s
         and cut to the frames the encoder reads (:attr:`encoder_frames`)."""
         torch = _torch()
@@ -230,7 +230,7 @@ class WhisperRunner:
             return self.model.proj_out(hidden).float()
         return hidden.float() @ self._head.T
 
-    def start(self, encoder_output) -> "DecoderState":
+    def start(self, encoder_output) -> DecoderState:
         """A fresh decoder state over ``encoder_output``."""
         return DecoderState(self, encoder_output)
 

@@ -21,16 +21,18 @@ class DraftTree:
     trunk_size: int = 0  # nodes 0..trunk_size-1 are the trunk, in order
 
     @classmethod
-    def linear(cls, tokens: list[int]) -> "DraftTree":
+    def linear(cls, tokens: list[int]) -> DraftTree:
         """A plain draft: each token follows the one before."""
         return cls(list(tokens), list(range(-1, len(tokens) - 1)), len(tokens))
 
     @classmethod
-    def from_paths(cls, trunk: list[int], branches: list[list[int]]) -> "DraftTree":
+    def from_paths(cls, trunk: list[int], branches: list[list[int]]) -> DraftTree:
         """A trie of the trunk and the branches (full token paths from the verified text);
         the prefix a branch shares with the trunk or an earlier branch is not repeated."""
         tree = cls.linear(trunk)
-        index: dict[tuple[int, int], int] = {(p, t): i for i, (t, p) in enumerate(zip(tree.tokens, tree.parents))}
+        index: dict[tuple[int, int], int] = {
+            (p, t): i for i, (t, p) in enumerate(zip(tree.tokens, tree.parents, strict=True))
+        }
         for path in branches:
             parent = -1
             for token in path:
@@ -54,7 +56,7 @@ class DraftTree:
     def children(self) -> dict[int, dict[int, int]]:
         """parent index → {token: child index} (-1 is the root)."""
         out: dict[int, dict[int, int]] = {}
-        for i, (token, parent) in enumerate(zip(self.tokens, self.parents)):
+        for i, (token, parent) in enumerate(zip(self.tokens, self.parents, strict=True)):
             out.setdefault(parent, {}).setdefault(token, i)
         return out
 
@@ -74,7 +76,7 @@ class DraftTree:
             d += 1
         return d
 
-    def clip(self, max_depth: int) -> "DraftTree":
+    def clip(self, max_depth: int) -> DraftTree:
         """The nodes at most ``max_depth`` deep (indices renumbered)."""
         keep = [i for i in range(len(self.tokens)) if self.depth(i) <= max_depth]
         if len(keep) == len(self.tokens):
