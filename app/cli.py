@@ -15,6 +15,7 @@ from pathlib import Path
 from core import __version__, logger
 from core.errors import SottoError
 from core.logs import log_file, setup_logging
+from core.settings import ASREngineKind, TranslationEngineKind
 
 from . import commands, terminal
 from .terminal import EXIT_ERROR, EXIT_INTERRUPTED
@@ -115,10 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             help="SSBD bias toward the previous translation, 0-1 (0 = exact greedy; higher = steadier, faster)",
         )
-        p.add_argument("--translate-engine", choices=("ssbd", "ar"),
+        p.add_argument("--translate-engine", choices=[k.value for k in TranslationEngineKind],
                        help="ssbd (default) or plain autoregressive re-translation")
         p.add_argument("--channel", choices=("mix", "left", "right"), help="which channel of a stereo input")
-        p.add_argument("--asr-engine", choices=("faster-whisper", "speculative"),
+        p.add_argument("--asr-engine", choices=[k.value for k in ASREngineKind],
                        help="one speech model, or the speculative drafter + verifier pair (asr.drafter, asr.verifier)")
         p.add_argument("--no-vad", action="store_true", help="decode silence too (no voice activity detection)")
         p.add_argument("--quiet", action="store_true", help="no live display")
@@ -163,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
     p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
-                                        "bias", "encoder"))
+                                        "bias", "encoder", "loops"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

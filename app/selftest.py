@@ -104,9 +104,9 @@ class SelfTest:
         return f"PyAV {av.__version__}, FFmpeg {av.library_versions.get('libavcodec', ('?',))}"
 
     def portaudio(self) -> str:
-        from core.audio.sources import _sounddevice
+        from core.audio.sources import load_sounddevice
 
-        sd = _sounddevice()
+        sd = load_sounddevice()
         version = sd.get_portaudio_version()[1]
         try:
             count = len(sd.query_devices())

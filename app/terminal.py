@@ -10,9 +10,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from core.stream import CaptionView, Progress, speaker_label
+
+if TYPE_CHECKING:  # the session layer loads with the first caption run, not with every command
+    from core.session.pipeline import MessageLevel
 
 
 def status_printer(quiet: bool = False):
@@ -100,19 +103,21 @@ class TerminalDisplay:
             if self.tty:
                 self._render()
 
-    def on_message(self, level: str, text: str) -> None:
+    def on_message(self, level: MessageLevel, text: str) -> None:
         """Show a warning above the live block; an error as a `sotto:` line on the error stream."""
+        from core.session.pipeline import MessageLevel  # loaded already: a pipeline calls this
+
         with self._lock:
-            if level == "error" and "translation" in text.lower():
+            if level == MessageLevel.ERROR and "translation" in text.lower():
                 self._flush_all = True
             self._clear_live()
-            if level == "error":
+            if level == MessageLevel.ERROR:
                 self.stream.flush()
                 self.errors.write(f"sotto: {text}\n")
                 self.errors.flush()
                 self.reported.append(text)
             else:
-                prefix = "⚠ " if level != "info" else ""
+                prefix = "⚠ " if level != MessageLevel.INFO else ""
                 self.stream.write(f"{prefix}{text}\n")
             self._render()
 

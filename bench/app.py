@@ -48,6 +48,7 @@ def run(quick: bool, stops: int) -> dict:
     from PySide6.QtWidgets import QApplication
 
     from app.controllers.app import AppController
+    from core.session.service import ServiceState
 
     app = QApplication.instance() or QApplication([])
     controller = AppController(show_windows=False)
@@ -72,8 +73,8 @@ def run(quick: bool, stops: int) -> dict:
         gaps.clear()
         last[0] = time.monotonic()
         timer.start()
-        _wait(app, lambda: controller.service.state == "running", 60)
-        _wait(app, lambda: controller.service.state == "idle", 600)
+        _wait(app, lambda: controller.service.state == ServiceState.RUNNING, 60)
+        _wait(app, lambda: controller.service.state == ServiceState.IDLE, 600)
         timer.stop()
         app.processEvents()
         summary = controller.service.last_session.summary.to_dict()
@@ -96,12 +97,12 @@ def run(quick: bool, stops: int) -> dict:
     controller.apply_setting("audio.source", str(SHARED / "asr" / "librivox_shakespeare_sonnet001.wav"))
     for _ in range(stops):
         controller.toggle_start()
-        _wait(app, lambda: controller.service.state == "running", 60)
+        _wait(app, lambda: controller.service.state == ServiceState.RUNNING, 60)
         end = time.monotonic() + rng.uniform(2.0, 20.0)
         _wait(app, lambda end=end: time.monotonic() > end, 60)
         t0 = time.monotonic()
         controller.toggle_start()
-        _wait(app, lambda: controller.service.state == "idle", 30)
+        _wait(app, lambda: controller.service.state == ServiceState.IDLE, 30)
         stop_times.append(time.monotonic() - t0)
     controller.shutdown()
     leaked = [t for t in controller.service.threads_alive]

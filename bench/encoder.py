@@ -62,7 +62,7 @@ def stream(engine, settings, audio, chunk: float) -> str:
     """The committed text of one fast-mode pass over ``audio``."""
     from core.asr import StreamingTranscriber
     from core.audio.decode import SAMPLE_RATE
-    from core.session.pipeline import streaming_options
+    from core.session.engines import streaming_options
 
     transcriber = StreamingTranscriber(engine, streaming_options(settings))
     sentences = []

@@ -52,7 +52,12 @@ _QT: list = []  # the plot's Qt application, kept alive
 
 # name -> settings changes on top of the defaults; translation "none" = source captions only
 CONFIGURATIONS: dict[str, dict[str, object]] = {
+    # the app as installed: every setting at its default, whatever the defaults are at the time
+    "default": {},
     "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
+    # the larger model alone, as the app runs a model (int8, the encoder rule, one pass): what a
+    # verifier costs and hears when it decodes every update
+    "faster-whisper base + translation": {"asr.engine": "faster-whisper", "asr.model": "whisper-base"},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {
         "asr.engine": "faster-whisper",
@@ -414,9 +419,10 @@ def run(quick: bool, configs: list[str], target: str, overrides: list[str] = (),
     results = {name: combine(rs) for name, rs in runs.items()}
     from core.settings import Settings
 
-    # the app out of the box: the default engine, translating (None when that one was not run)
-    default = next((n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
-                    and set(CONFIGURATIONS[n]) == {"asr.engine"}), None)
+    # the app out of the box: "default" itself, else the default engine translating (None when neither ran)
+    default = "default" if "default" in configs else next(
+        (n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
+         and set(CONFIGURATIONS[n]) == {"asr.engine"}), None)
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),

@@ -42,8 +42,7 @@ def record(seconds: float, chunk: float) -> tuple[list, np.ndarray]:
     from core.asr import StreamingTranscriber
     from core.audio.decode import SAMPLE_RATE, decode_file
     from core.models import ModelStore
-    from core.session.engines import create_asr_engine
-    from core.session.pipeline import streaming_options
+    from core.session.engines import create_asr_engine, streaming_options
     from core.settings import Settings
 
     settings = Settings().with_value("asr.engine", "faster-whisper")

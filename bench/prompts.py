@@ -61,11 +61,11 @@ def build(variant: str, source: str, lang: str, previous: tuple[str, str] | None
     """The prompt text of ``variant`` for ``source`` (English into ``lang``); ``leave_out``: the
     example the translator leaves out when the model gave it back instead of a translation."""
     from core.text import language_name
-    from core.translate.prompts import _EXAMPLES_EN, FEW_SHOT, few_shot_prompt
+    from core.translate.prompts import EXAMPLES_EN, FEW_SHOT, few_shot_prompt
 
     if variant in ("codes+quote", "codes+quote+pieces"):
         return few_shot_prompt(source, "en", lang, leave_out)
-    short = list(zip(_EXAMPLES_EN[:3], FEW_SHOT[lang][:3], strict=True))
+    short = list(zip(EXAMPLES_EN[:3], FEW_SHOT[lang][:3], strict=True))
     if variant == "codes":
         return "".join(f"[en] {e}\n[{lang}] {t}\n" for e, t in short) + f"[en] {source}\n[{lang}]"
     pairs = list(zip(_NEWS_EN, _NEWS[lang], strict=True)) if variant == "labels+news" else short

@@ -1,8 +1,9 @@
 """Typed, versioned settings stored as TOML under the platformdirs config dir.
 
-Each section is a dataclass; each field may carry validation metadata
-(``choices`` or ``min``/``max``). Invalid values are refused with a
-:class:`~core.errors.SettingsError` that names the key, e.g.
+Each section is a dataclass; each field says in its metadata when a change applies
+(:class:`Applies`: at once, also mid-session, or when captions next start; :data:`NEXT_START_KEYS`
+is derived from it) and may carry validation metadata (``choices`` or ``min``/``max``). Invalid
+values are refused with a :class:`~core.errors.SettingsError` that names the key, e.g.
 ``translation.beta must be between 0.0 and 1.0 (got 1.5)``.
 """
 
@@ -12,6 +13,7 @@ import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +30,53 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
 # app's caption window) and ``audio.source``; 3 — adds ``overlay.speakers`` (whose captions a
 # meeting shows); 4 — adds ``asr.clause_min_words`` and ``asr.max_line_words`` and retunes
-# ``asr.min_chunk_s`` and ``asr.buffer_trim_s`` for latency (sotto bench live). Older files load
+# ``asr.min_chunk_s`` and ``asr.buffer_trim_s`` for latency (sotto bench live); 5 — adds
+# ``translation.bias_scope`` and retunes ``translation.n_gpu_layers`` to -1 (every layer on a GPU
+# where there is one; the CPU is unchanged). Keys added since without a version bump (a new key
+# with its default reads an old file unchanged): ``asr.encoder_seconds``,
+# ``asr.speculative_encoder_seconds``, ``translation.partial_share``. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
 
 
-def _range(lo: float, hi: float) -> dict[str, Any]:
-    return {"min": lo, "max": hi}
+class Applies(StrEnum):
+    """When a changed setting takes effect."""
+
+    LIVE = "live"  # at once, also in a running session (the pipeline's and service's apply_settings, the overlay)
+    NEXT_START = "next-start"  # read when captions start or the engines are built: the next Start
 
 
-def _choices(*values: str) -> dict[str, Any]:
-    return {"choices": values}
+class ASREngineKind(StrEnum):
+    """The speech engines (``asr.engine``)."""
+
+    FASTER_WHISPER = "faster-whisper"
+    SPECULATIVE = "speculative"
+
+
+class TranslationEngineKind(StrEnum):
+    """The translation engines (``translation.engine``): SSBD with β, or plain re-translation."""
+
+    SSBD = "ssbd"
+    AR = "ar"
+
+
+LIVE, NEXT_START = Applies.LIVE, Applies.NEXT_START
+
+
+def _setting(default: Any, applies: Applies, *, lo: float | None = None, hi: float | None = None,
+             choices: tuple[str, ...] | type[StrEnum] | None = None, **meta: Any) -> Any:
+    """A settings field: its default, when a change applies, and what it accepts (a range, choices
+    or, with an enum, its members: the value is then stored as the enum, written as its string)."""
+    meta["applies"] = applies
+    if lo is not None:
+        meta["min"], meta["max"] = lo, hi
+    if isinstance(choices, type):
+        meta["enum"] = choices
+        choices = tuple(choices)
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    return field(default=default, metadata=meta)
 
 
 _COLOUR = {"pattern": re.compile(r"^#[0-9a-fA-F]{6}$"), "pattern_doc": "a colour like #ffcc00"}
@@ -47,110 +84,112 @@ _COLOUR = {"pattern": re.compile(r"^#[0-9a-fA-F]{6}$"), "pattern_doc": "a colour
 
 @dataclass
 class AudioSettings:
-    """Where audio comes from."""
+    """Where audio comes from (all read when captions start)."""
 
-    device: str = field(default="", metadata={"doc": "input device name or index; empty = system default"})
-    channel: str = field(default="mix", metadata=_choices("mix", "left", "right"))
-    source: str = field(
-        default="mic",
-        metadata={
-            "doc": "what the app captions: 'mic', 'system' (what the computer plays), "
+    device: str = _setting("", NEXT_START, doc="input device name or index; empty = system default")
+    channel: str = _setting("mix", NEXT_START, choices=("mix", "left", "right"))
+    source: str = _setting(
+        "mic", NEXT_START,
+        doc="what the app captions: 'mic', 'system' (what the computer plays), "
             "'system:OUTPUT', 'both' (mic as me, system as them), "
-            "'demo' or an audio file path"
-        },
+            "'demo' or an audio file path",
     )
 
 
 @dataclass
 class ASRSettings:
-    """Streaming speech recognition."""
+    """Streaming speech recognition (all read when captions start: the engine and the transcriber)."""
 
-    engine: str = field(default="faster-whisper", metadata=_choices("faster-whisper", "speculative"))
-    model: str = "whisper-tiny.en"  # the faster-whisper engine's model
-    drafter: str = "whisper-tiny.en"  # speculative engine: proposes tokens
-    verifier: str = "whisper-base"  # speculative engine: its greedy output is the transcript
-    draft_threshold: float = field(default=0.4, metadata=_range(0.0, 1.0))
-    max_draft: int = field(default=24, metadata=_range(1, 64))
-    sparse_tree: bool = False  # also verify the drafter's runner-up at its first unsure token (same pass)
-    calibrate: bool = True  # tune threshold, longest draft and lazy drafter for this machine (measured once, stored)
-    language: str = "en"
-    compute_device: str = field(default="cpu", metadata=_choices("cpu", "cuda", "auto"))
+    engine: ASREngineKind = _setting(ASREngineKind.FASTER_WHISPER, NEXT_START, choices=ASREngineKind)
+    model: str = _setting("whisper-tiny.en", NEXT_START)  # the faster-whisper engine's model
+    drafter: str = _setting("whisper-tiny.en", NEXT_START)  # speculative engine: proposes tokens
+    verifier: str = _setting("whisper-base", NEXT_START)  # speculative engine: its greedy output is the transcript
+    draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
+    max_draft: int = _setting(24, NEXT_START, lo=1, hi=64)
+    # also verify the drafter's runner-up at its first unsure token (same pass)
+    sparse_tree: bool = _setting(False, NEXT_START)
+    # tune threshold, longest draft and lazy drafter for this machine (measured once, stored)
+    calibrate: bool = _setting(True, NEXT_START)
+    language: str = _setting("en", NEXT_START)
+    compute_device: str = _setting("cpu", NEXT_START, choices=("cpu", "cuda", "auto"))
     # auto: faster-whisper int8 on the CPU where it runs (core.compute.ct2_compute_type), float16 on CUDA;
     # the speculative engine float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
-    compute_dtype: str = field(default="auto", metadata=_choices("auto", "float32", "float16", "bfloat16", "int8"))
+    compute_dtype: str = _setting("auto", NEXT_START, choices=("auto", "float32", "float16", "bfloat16", "int8"))
     # faster-whisper: the encoder reads the window plus 2 s of padding, at least this long, instead of
     # Whisper's 30 s (30: Whisper's own; core.asr.engine.ENCODER_SECONDS says what was measured)
-    encoder_seconds: float = field(default=10.0, metadata=_range(10.0, 30.0))
+    encoder_seconds: float = _setting(10.0, NEXT_START, lo=10.0, hi=30.0)
     # the speculative engine's (both its models): Whisper's 30 s by default, since with base as the
     # verifier the 10 s floor cost accuracy (sotto bench encoder --engine speculative: clips 10.2%
     # against 8.3%), unlike with tiny.en alone
-    speculative_encoder_seconds: float = field(default=30.0, metadata=_range(10.0, 30.0))
-    min_chunk_s: float = field(default=0.5, metadata=_range(0.2, 10.0))  # in real time: more on a slow machine
-    buffer_trim_s: float = field(default=8.0, metadata=_range(5.0, 28.0))
-    vad: bool = True
-    vad_threshold: float = field(default=0.5, metadata=_range(0.05, 0.95))
-    vad_min_silence_s: float = field(default=0.5, metadata=_range(0.1, 5.0))
-    utterance_end_s: float = field(default=2.0, metadata=_range(0.5, 10.0))
+    speculative_encoder_seconds: float = _setting(30.0, NEXT_START, lo=10.0, hi=30.0)
+    min_chunk_s: float = _setting(0.5, NEXT_START, lo=0.2, hi=10.0)  # in real time: more on a slow machine
+    buffer_trim_s: float = _setting(8.0, NEXT_START, lo=5.0, hi=28.0)
+    vad: bool = _setting(True, NEXT_START)
+    vad_threshold: float = _setting(0.5, NEXT_START, lo=0.05, hi=0.95)
+    vad_min_silence_s: float = _setting(0.5, NEXT_START, lo=0.1, hi=5.0)
+    utterance_end_s: float = _setting(2.0, NEXT_START, lo=0.5, hi=10.0)
     # a line also ends at a clause mark or a short pause once it holds this many words (0: sentence ends only)
-    clause_min_words: int = field(default=6, metadata=_range(0, 60))
-    max_line_words: int = field(default=20, metadata=_range(0, 200))  # a line ends after this many words (0: never)
+    clause_min_words: int = _setting(6, NEXT_START, lo=0, hi=60)
+    max_line_words: int = _setting(20, NEXT_START, lo=0, hi=200)  # a line ends after this many words (0: never)
 
 
 @dataclass
 class TranslationSettings:
-    """Live translation of the recognised text."""
+    """Live translation of the recognised text (the model and its prompt at the next start; how it
+    decodes at once)."""
 
-    target: str = field(default="de", metadata=_choices(*TARGET_LANGUAGES))
-    model: str = "gemma-3-270m"
-    engine: str = field(default="ssbd", metadata=_choices("ssbd", "ar"))
-    beta: float = field(default=0.2, metadata=_range(0.0, 1.0))
+    target: str = _setting("de", NEXT_START, choices=TARGET_LANGUAGES)
+    model: str = _setting("gemma-3-270m", NEXT_START)
+    engine: TranslationEngineKind = _setting(TranslationEngineKind.SSBD, LIVE, choices=TranslationEngineKind)
+    beta: float = _setting(0.2, LIVE, lo=0.0, hi=1.0)
     # where β applies: final-exact = the unfinished line only (a finished sentence is exactly greedy)
-    bias_scope: str = field(default="final-exact", metadata=_choices(*BIAS_SCOPES))
-    reuse_prefix: bool = True
-    prompt_style: str = field(default="auto", metadata=_choices("auto", "few-shot", "chat"))
-    clause_pieces: bool = True  # few-shot prompts: a long sentence clause by clause (small models copy long ones)
-    n_gpu_layers: int = field(default=-1, metadata=_range(-1, 999))  # all (a CPU-only build ignores it)
-    n_threads: int = field(default=0, metadata=_range(0, 256))
+    bias_scope: str = _setting("final-exact", LIVE, choices=BIAS_SCOPES)
+    reuse_prefix: bool = _setting(True, NEXT_START)
+    prompt_style: str = _setting("auto", NEXT_START, choices=("auto", "few-shot", "chat"))
+    # few-shot prompts: a long sentence clause by clause (small models copy long ones)
+    clause_pieces: bool = _setting(True, NEXT_START)
+    n_gpu_layers: int = _setting(-1, NEXT_START, lo=-1, hi=999)  # all (a CPU-only build ignores it)
+    n_threads: int = _setting(0, NEXT_START, lo=0, hi=256)
     # the most of the translator's time that unfinished lines may take (1: whenever it is free); finished
     # sentences are always translated at once (core.translate.worker). 0.3 keeps two cores at about
     # 1.0 CPU-s per audio-s with translation (docs/BENCHMARKS.md, live latency)
-    partial_share: float = field(default=0.3, metadata=_range(0.1, 1.0))
+    partial_share: float = _setting(0.3, LIVE, lo=0.1, hi=1.0)
 
 
 @dataclass
 class CaptionSettings:
-    """What is shown and how steadily."""
+    """What is shown and how steadily (all at once)."""
 
-    mask_k: int = field(default=3, metadata=_range(0, 10))
-    mask_mode: str = field(default="display", metadata=_choices("display", "draft"))
-    show_at_pause: bool = True  # when the speaker pauses, the partial line is shown whole (no mask-k)
+    mask_k: int = _setting(3, LIVE, lo=0, hi=10)
+    mask_mode: str = _setting("display", LIVE, choices=("display", "draft"))
+    show_at_pause: bool = _setting(True, LIVE)  # when the speaker pauses, the partial line is shown whole (no mask-k)
     # the source's unconfirmed words: "heard" = each shown once source_hold_s of speech follows it
     # (core.captions.policy), "words" = the last mask_k hidden, as for the translation
-    source_mask: str = field(default="heard", metadata=_choices("heard", "words"))
-    source_hold_s: float = field(default=0.3, metadata=_range(0.0, 5.0))
+    source_mask: str = _setting("heard", LIVE, choices=("heard", "words"))
+    source_hold_s: float = _setting(0.3, LIVE, lo=0.0, hi=5.0)
 
 
 @dataclass
 class OverlaySettings:
-    """The floating caption window of the desktop app."""
+    """The floating caption window of the desktop app (all at once: its controller applies them)."""
 
-    show: str = field(default="both", metadata=_choices("both", "source", "translation"))
-    speakers: str = field(default="both", metadata=_choices("both", "them", "me"))  # meetings: whose captions
-    lines: int = field(default=2, metadata=_range(1, 8))  # visual lines per shown language
-    font_family: str = ""  # empty: the system's sans-serif
-    font_size: int = field(default=22, metadata=_range(8, 96))
-    text_color: str = field(default="#ffffff", metadata=_COLOUR)
-    tentative_color: str = field(default="#9fb4c8", metadata=_COLOUR)
-    translation_color: str = field(default="#ffe9a8", metadata=_COLOUR)
-    background_color: str = field(default="#101418", metadata=_COLOUR)
-    opacity: float = field(default=0.75, metadata=_range(0.0, 1.0))  # of the background
-    click_through: bool = False
-    visible: bool = True
-    x: int = field(default=-1, metadata=_range(-100000, 100000))  # -1: centred at the bottom
-    y: int = field(default=-1, metadata=_range(-100000, 100000))
-    width: int = field(default=900, metadata=_range(200, 10000))
-    height: int = field(default=170, metadata=_range(60, 4000))
-    screen: str = ""  # the screen the overlay was last on (by name)
+    show: str = _setting("both", LIVE, choices=("both", "source", "translation"))
+    speakers: str = _setting("both", LIVE, choices=("both", "them", "me"))  # meetings: whose captions
+    lines: int = _setting(2, LIVE, lo=1, hi=8)  # visual lines per shown language
+    font_family: str = _setting("", LIVE)  # empty: the system's sans-serif
+    font_size: int = _setting(22, LIVE, lo=8, hi=96)
+    text_color: str = _setting("#ffffff", LIVE, **_COLOUR)
+    tentative_color: str = _setting("#9fb4c8", LIVE, **_COLOUR)
+    translation_color: str = _setting("#ffe9a8", LIVE, **_COLOUR)
+    background_color: str = _setting("#101418", LIVE, **_COLOUR)
+    opacity: float = _setting(0.75, LIVE, lo=0.0, hi=1.0)  # of the background
+    click_through: bool = _setting(False, LIVE)
+    visible: bool = _setting(True, LIVE)
+    x: int = _setting(-1, LIVE, lo=-100000, hi=100000)  # -1: centred at the bottom
+    y: int = _setting(-1, LIVE, lo=-100000, hi=100000)
+    width: int = _setting(900, LIVE, lo=200, hi=10000)
+    height: int = _setting(170, LIVE, lo=60, hi=4000)
+    screen: str = _setting("", LIVE)  # the screen the overlay was last on (by name)
 
 
 @dataclass
@@ -189,6 +228,12 @@ class Settings:
         new = dataclasses.replace(self, **{section: dataclasses.replace(obj, **{name: coerced})})
         return new
 
+    def value(self, key: str) -> Any:
+        """The value of ``key`` (``section.name``)."""
+        _field(key)  # an unknown key is refused by name
+        section, _, name = key.partition(".")
+        return getattr(getattr(self, section), name)
+
 
 _SECTIONS = ("audio", "asr", "translation", "captions", "overlay")
 
@@ -218,7 +263,28 @@ def value_choices(key: str) -> tuple[str, ...]:
     return tuple(meta["choices"])
 
 
+def applies(key: str) -> Applies:
+    """When a change to ``key`` takes effect (its field's metadata)."""
+    return _field(key).metadata["applies"]
+
+
+def _keys(when: Applies) -> tuple[str, ...]:
+    defaults = Settings()
+    return tuple(f"{section}.{f.name}" for section in _SECTIONS for f in dataclasses.fields(getattr(defaults, section))
+                 if f.metadata["applies"] is when)
+
+
+# Derived from the fields' metadata, the one place that says when each setting applies.
+NEXT_START_KEYS: tuple[str, ...] = _keys(NEXT_START)
+LIVE_KEYS: tuple[str, ...] = _keys(LIVE)
+
+
 def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
+    enum = f.metadata.get("enum")
+    if enum is not None:  # stored as the enum member; an unknown value is refused by _check, naming the choices
+        if not isinstance(value, str):
+            raise SettingsError(f"{key} must be text (got {value!r}).")
+        return enum(value) if value in f.metadata["choices"] else value
     kind = f.type if isinstance(f.type, type) else {"str": str, "int": int, "float": float, "bool": bool}[f.type]
     if kind is bool:
         if isinstance(value, bool):
@@ -262,7 +328,7 @@ def _check(key: str, f: dataclasses.Field, value: Any) -> None:
 
 def check_combination(settings: Settings) -> None:
     """Refuse settings that are valid one by one but not together (raises :class:`SettingsError`)."""
-    model = settings.asr.verifier if settings.asr.engine == "speculative" else settings.asr.model
+    model = settings.asr.verifier if settings.asr.engine == ASREngineKind.SPECULATIVE else settings.asr.model
     if model.endswith(".en") and settings.asr.language not in ("en", ""):
         raise SettingsError(
             f"The speech model {model} understands English only; choose a multilingual model "

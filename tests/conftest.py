@@ -149,3 +149,91 @@ def use_knobs(tr, beta=None, reuse=False, mask=0, scope="paper"):
     for name, value in bias_rules(scope).items():
         setattr(tr.options, name, value)
     return tr
+
+
+def in_ci() -> bool:
+    """True under CI (``CI=true``, as GitHub Actions and .ci/run set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def require(ok: bool, reason: str) -> None:
+    """What a test needs from this machine: nothing happens when ``ok``; otherwise the test is
+    skipped with ``reason``, or under CI (``CI=true``) fails with it, so a CI machine that lost a
+    tool cannot turn a test into a silent skip."""
+    if ok:
+        return
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: a missing requirement fails the test instead of skipping it)",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+def require_tool(name: str, hint: str = "") -> str:
+    """The path of the command ``name`` on PATH; skips, or fails under CI, naming it when it is missing
+    (``hint``: where it comes from)."""
+    import shutil
+
+    path = shutil.which(name)
+    require(path is not None, f"needs the `{name}` command, which is not on PATH" + (f" ({hint})" if hint else ""))
+    return path
+
+
+class Recorder:
+    """A pipeline listener that keeps what a display would show (and hands it on to ``also``, another
+    display, when given)."""
+
+    def __init__(self, also=None) -> None:
+        self.views, self.progress, self.messages = [], [], []
+        self.also = also
+
+    def on_view(self, view):
+        self.views.append(view)
+        if self.also is not None:
+            self.also.on_view(view)
+
+    def on_progress(self, progress):
+        self.progress.append(progress)
+        if self.also is not None:
+            self.also.on_progress(progress)
+
+    def on_message(self, level, text):
+        self.messages.append((level, text))
+        if self.also is not None:
+            self.also.on_message(level, text)
+
+
+def compare_greedy(reference, result, tolerance: float, label: str) -> list[str]:
+    """Compare a decode's tokens with the greedy ``reference`` (both with ``tokens`` and ``text``; the
+    reference also with ``gaps``, its top-2 logit gap per token): no notes when identical; one note
+    for a divergence at a near-tie, where the greedy top-2 gap is below ``tolerance``; fails on
+    any other divergence (``tolerance`` 0: on every divergence), the note naming the token and its gap."""
+    ref, got = reference.tokens, result.tokens
+    if ref == got:
+        return []
+    i = next((k for k, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), min(len(ref), len(got)))
+    gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
+    note = (f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}, tolerance {tolerance}): "
+            f"{reference.text!r} vs {result.text!r}")
+    assert gap < tolerance, note
+    return [note]
+
+
+def pytest_sessionstart(session):
+    """Under packaging/test-other-isa.sh (``SOTTO_FORCED_ISA=AVX2``): stop at once unless every library
+    that picks its kernels by CPU took the AVX2 family, so a run that says it tested the other family did."""
+    if os.environ.get("SOTTO_FORCED_ISA") != "AVX2":
+        return
+    import llama_cpp
+    import torch
+
+    system = llama_cpp.llama_print_system_info().decode()
+    problems = []
+    if "AVX512 = 1" in system:
+        problems.append(f"llama.cpp was built with AVX-512 ({llama_cpp.__file__})")
+    if torch.backends.cpu.get_cpu_capability() != "AVX2":
+        problems.append(f"PyTorch runs {torch.backends.cpu.get_cpu_capability()} kernels")
+    for name in ("CT2_FORCE_CPU_ISA", "ONEDNN_MAX_CPU_ISA"):
+        if os.environ.get(name, "").upper() != "AVX2":
+            problems.append(f"{name} is not AVX2")
+    if problems:
+        raise pytest.UsageError("SOTTO_FORCED_ISA=AVX2, but " + "; ".join(problems))

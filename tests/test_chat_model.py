@@ -26,7 +26,7 @@ from bench.translate import Config, identity, run_config
 from core.errors import ModelError
 from core.translate import LlamaTranslator, TranslatorOptions
 from core.translate.llama_runner import PROMPT_CHUNK, LlamaRunner
-from core.translate.translator import _resolve_style
+from core.translate.prompting import resolve_style
 
 TIE_GAP = 1e-3  # a divergence counts as a floating-point near-tie only below this top-2 logit gap
 
@@ -132,9 +132,9 @@ def _one_sentence(message: str) -> bool:
 
 
 def test_style_is_chat_for_the_instruct_copy_and_few_shot_for_the_bundled_model(chat, translator_de):
-    assert chat.style == "chat" and _resolve_style(chat.runner, "auto") == "chat"
+    assert chat.style == "chat" and resolve_style(chat.runner, "auto") == "chat"
     assert chat.runner.metadata["tokenizer.chat_template"] == GEMMA3_CHAT_TEMPLATE
-    assert _resolve_style(translator_de.runner, "auto") == "few-shot"
+    assert resolve_style(translator_de.runner, "auto") == "few-shot"
     assert "tokenizer.chat_template" not in translator_de.runner.metadata
 
 

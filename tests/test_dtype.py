@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import SHARED
+from conftest import compare_greedy as _compare
 
 CLIPS = ("jfk.flac", "librispeech_1089-134686-0000.flac")  # 11 s and 10 s: keeps the file near a minute
 
@@ -99,8 +100,17 @@ def test_features_and_encoder_output_follow_the_model_dtype(runners, jfk):
 
 def test_a_bfloat16_tree_pass_equals_plain_passes(runners, jfk):
     """One tree pass (trunk + branch, additive mask) against plain passes over each path: the same
-    argmax everywhere the one-token passes' top-2 gap is above the bfloat16 near-tie tolerance,
-    logits within the batched/one-token rounding, and bitwise what a plain batched pass gives."""
+    argmax everywhere the one-token passes' top-2 gap is above the bfloat16 near-tie tolerance, and
+    logits within half that tolerance of a plain batched pass, so the tree cannot change a token
+    outside the near-ties the decoder already allows.
+
+    How close depends on the CPU's kernels (issue #27). With AVX-512 BF16 the tree pass equals the
+    plain batched pass bit for bit (measured: difference 0.0 on both paths). On an AVX2-only CPU
+    (forced here with ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2, see
+    packaging/test-other-isa.sh) PyTorch's bfloat16 attention sums in blocks that depend on the number
+    of keys, so the branch's rows, whose keys include the masked-off trunk, round differently:
+    measured max 0.16, mean 0.011 on base's logits (the trunk stays exact); batched and one-token
+    passes differ by 0.12–0.22 on either CPU."""
     import torch
 
     from core.asr.speculative.decoder import NEAR_TIES
@@ -122,7 +132,9 @@ def test_a_bfloat16_tree_pass_equals_plain_passes(runners, jfk):
         batched = v.start(enc)
         batched.append(prompt)
         plain = batched.append(tokens, logits_from=0)
-        assert torch.allclose(rows[nodes], plain, atol=0.05), float((rows[nodes] - plain).abs().max())
+        drift = float((rows[nodes] - plain).abs().max())
+        print(f"tree vs plain batched pass: max |difference| {drift:.4f}")
+        assert drift < NEAR_TIES["bfloat16"] / 2, drift
         single = v.start(enc)
         single.append(prompt)
         one = torch.stack([single.append([t]) for t in tokens])
@@ -139,20 +151,7 @@ def test_a_bfloat16_tree_pass_equals_plain_passes(runners, jfk):
     fresh = v.start(enc)
     fresh.append(prompt + branch)
     a, b = state.append(after, logits_from=0), fresh.append(after, logits_from=0)
-    assert torch.allclose(a, b, atol=0.05) and a.argmax(-1).tolist() == b.argmax(-1).tolist()
-
-
-def _compare(reference, result, tolerance: float, label: str) -> list[str]:
-    """Notes for each divergence (none when identical); fails on one not at a near-tie."""
-    ref, got = reference.tokens, result.tokens
-    if ref == got:
-        return []
-    i = next((k for k, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), min(len(ref), len(got)))
-    gap = reference.gaps[i] if i < len(reference.gaps) else float("inf")
-    note = f"{label}: diverges at token {i} (greedy top-2 gap {gap:.4f}, tolerance {tolerance}): " \
-           f"{reference.text!r} vs {result.text!r}"
-    assert gap < tolerance, note
-    return [note]
+    assert float((a - b).abs().max()) < NEAR_TIES["bfloat16"] / 2 and a.argmax(-1).tolist() == b.argmax(-1).tolist()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

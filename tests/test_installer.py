@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require, require_tool
 
 from core import __version__
 from core.captions import normalize_english, word_error_rate
@@ -38,14 +39,18 @@ pytestmark = [
 ]
 
 
-def _offline() -> list[str]:
-    """``unshare -n`` (no network) where this machine allows it, else nothing."""
-    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
-        return ["unshare", "-n"]
-    return []
-
-
-OFFLINE = _offline()
+@pytest.fixture(scope="module")
+def offline() -> list[str]:
+    """The command prefix that runs a program without network: ``unshare -n``, checked to leave no
+    interface but loopback. Never an online run in its place: where it cannot isolate, the test is
+    skipped saying why, and under CI (``CI=true``) it fails."""
+    unshare = require_tool("unshare", "util-linux")
+    probe = subprocess.run([unshare, "-n", "cat", "/proc/net/dev"], capture_output=True, text=True)
+    require(probe.returncode == 0, "cannot run offline: `unshare -n` (a network namespace) is not permitted here "
+                                   f"(needs root or CAP_SYS_ADMIN): {probe.stderr.strip() or probe.returncode}")
+    interfaces = {line.split(":")[0].strip() for line in probe.stdout.splitlines()[2:] if ":" in line}
+    assert interfaces == {"lo"}, f"`unshare -n` left network interfaces: {interfaces}"
+    return [unshare, "-n"]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +73,7 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def user(unpacked: Path, tmp_path_factory):
+def user(offline: list[str], unpacked: Path, tmp_path_factory):
     """Runs the unpacked ``sotto`` as a fresh user would: clean environment, new HOME, offline."""
     home = tmp_path_factory.mktemp("home")
     exe = unpacked / "opt" / "sotto" / "sotto"
@@ -76,7 +81,7 @@ def user(unpacked: Path, tmp_path_factory):
 
     def run(*args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
         clean = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", **env}
-        return subprocess.run([*OFFLINE, str(exe), *args], capture_output=True, text=True, env=clean,
+        return subprocess.run([*offline, str(exe), *args], capture_output=True, text=True, env=clean,
                               cwd=home, timeout=timeout)
 
     run.home = home  # type: ignore[attr-defined]
@@ -194,10 +199,10 @@ def _srt_text(path: Path) -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("apt-get") is None, reason="installing needs root and apt-get")
-def test_apt_installs_and_removes_the_package_cleanly(deb: Path, tmp_path: Path):
+def test_apt_installs_and_removes_the_package_cleanly(offline: list[str], deb: Path, tmp_path: Path):
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     # offline: every dependency is already here (packaging/setup.sh installs them), so apt needs no network
-    install = subprocess.run([*OFFLINE, "apt-get", "install", "-y", "--no-install-recommends", str(deb)],
+    install = subprocess.run([*offline, "apt-get", "install", "-y", "--no-install-recommends", str(deb)],
                              capture_output=True, text=True, env=env, timeout=900)
     try:
         assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
@@ -205,7 +210,7 @@ def test_apt_installs_and_removes_the_package_cleanly(deb: Path, tmp_path: Path)
                                  env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=120)
         assert version.stdout.strip() == f"sotto {__version__}", version
     finally:
-        purge = subprocess.run([*OFFLINE, "apt-get", "purge", "-y", "sotto"], capture_output=True, text=True,
+        purge = subprocess.run([*offline, "apt-get", "purge", "-y", "sotto"], capture_output=True, text=True,
                                env=env, timeout=900)
     assert purge.returncode == 0, purge.stderr
     assert not Path("/opt/sotto").exists() and not Path("/usr/bin/sotto").is_symlink()

@@ -24,17 +24,17 @@ import pytest
 from conftest import wait_for
 
 from core.audio import loopback
+from core.audio.convert import downmix
 from core.audio.loopback import (
-    MACOS_UNAVAILABLE,
     GapFiller,
     OutputDevice,
     SystemAudioSource,
     choose_output,
-    downmix,
     list_output_devices,
     open_system_source,
     pulse_outputs,
 )
+from core.audio.macos_tap import MACOS_UNAVAILABLE
 from core.errors import AudioDeviceError
 
 RATE = 16000

@@ -28,10 +28,11 @@ import pytest
 from conftest import wait_for
 
 from core.audio import loopback, macos_tap
-from core.audio.loopback import MACOS_UNAVAILABLE, SystemAudioSource, list_output_devices, open_system_source
+from core.audio.loopback import SystemAudioSource, list_output_devices, open_system_source
 from core.audio.macos_tap import (
     INCOMPATIBLE,
     KEPT_CHANGING,
+    MACOS_UNAVAILABLE,
     MISSING,
     NO_OUTPUT,
     PERMISSION_DENIED,

@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import threading
 
+from conftest import Recorder
+
 from core.audio import FileSource
-from core.session.pipeline import CaptionPipeline
+from core.session.pipeline import CaptionPipeline, MessageLevel
 from core.settings import Settings
 from core.translate import LlamaTranslator, TranslatorOptions
-
-
-class Recorder:
-    """A listener that keeps what a display would show."""
-
-    def __init__(self) -> None:
-        self.views = []
-        self.progress = []
-        self.messages = []
-
-    def on_view(self, view):
-        self.views.append(view)
-
-    def on_progress(self, progress):
-        self.progress.append(progress)
-
-    def on_message(self, level, text):
-        self.messages.append((level, text))
 
 
 def test_realtime_run_translates_every_sentence(shared, tiny_engine, translator_de, tmp_path):
@@ -56,8 +40,49 @@ def test_translator_failure_keeps_captions(shared, tiny_engine, store, tmp_path)
     finally:
         broken.close()
     assert summary.errors and "Captions continue without translation" in summary.errors[0]
-    assert rec.messages and rec.messages[0][0] == "error"
+    assert rec.messages and rec.messages[0][0] == "error" and rec.messages[0][0] is MessageLevel.ERROR
     assert summary.sentences >= 1 and "country" in (tmp_path / "source.srt").read_text().lower()
+
+
+def test_fast_run_summary_journal_and_live_settings(shared, tiny_engine, store, tmp_path):
+    """A fast run's summary and journal header come from the settings and what the stages counted; live
+    settings reach the policy and the translator mid-run, and a start setting waits."""
+    import json
+
+    class ChangeAfterOneLine(Recorder):
+        def on_progress(self, progress):  # (on_view holds the pipeline's lock)
+            super().on_progress(progress)
+            if self.views and self.views[-1].lines and not changed:
+                changed.append(True)  # mask-k and β at once, a line length at the next start
+                pipe.apply_settings(pipe.settings.with_value("captions.mask_k", 1)
+                                    .with_value("translation.beta", 0.5).with_value("asr.max_line_words", 3))
+
+    changed: list[bool] = []
+    rec = ChangeAfterOneLine()
+    # its own translator: the live change would otherwise outlast this test
+    translator = LlamaTranslator(store.resolve("gemma-3-270m"), TranslatorOptions(target_lang="de",
+                                                                                 prompt_style="few-shot"))
+    pipe = CaptionPipeline(Settings(), tiny_engine, translator, rec, tmp_path)
+    try:
+        summary = pipe.run(FileSource(shared / "asr" / "jfk.flac"))
+    finally:
+        translator.close()
+    assert translator.options.beta == 0.5 and "0.5" in summary.translation.engine
+    assert summary.completed and summary.mode == "fast" and summary.latency_seconds is None
+    assert summary.asr.engine == tiny_engine.name and summary.asr.model == "whisper-tiny.en"
+    assert summary.asr.decodes > 0 and summary.audio_seconds > 10
+    assert summary.translation is not None and summary.translation.model == "gemma-3-270m"
+    assert summary.translation.target == "de" and summary.translation.calls >= summary.sentences
+    assert summary.sentences == len(rec.views[-1].lines) == (tmp_path / "source.srt").read_text().count("-->")
+    assert pipe.policy.mask_k == 1 and summary.mask_k == 1  # live
+    assert all(len(line.sentence.text.split()) > 3 for line in rec.views[-1].lines[1:]), "max_line_words waits"
+    header = json.loads((tmp_path / "captions.jsonl").read_text().splitlines()[0])
+    assert header["kind"] == "session" and header["source"] == "jfk.flac"
+    assert (header["language"], header["target"]) == ("en", "de")
+    assert (header["asr_model"], header["translation_model"]) == ("whisper-tiny.en", "gemma-3-270m")
+    assert json.loads((tmp_path / "summary.json").read_text())["sentences"] == summary.sentences
+    notes = [text for level, text in rec.messages if level is MessageLevel.INFO]
+    assert notes and notes[0].startswith("Translations by gemma-3-270m, the small bundled model")
 
 
 def test_stop_keeps_what_was_captioned(shared, tiny_engine, tmp_path):

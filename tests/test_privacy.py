@@ -21,29 +21,39 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import require, require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
 
-def _can(cmd: list[str]) -> bool:
-    return subprocess.run(cmd, capture_output=True).returncode == 0
+def _fails(cmd: list[str]) -> str:
+    """Why ``cmd`` fails here ("" when it runs)."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return "" if proc.returncode == 0 else (proc.stderr.strip() or f"exit {proc.returncode}")
 
 
-pytestmark = [
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="strace and network namespaces are Linux's"),
-    pytest.mark.skipif(shutil.which("strace") is None or not _can(["strace", "-f", "-o", "/dev/null", "true"]),
-                       reason="needs strace (packaging/setup.sh test installs it)"),
-    pytest.mark.skipif(shutil.which("unshare") is None or not _can(["unshare", "-n", "true"]),
-                       reason="needs network namespaces (unshare -n)"),
-]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="strace and network namespaces are Linux's")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _the_watch():
+    """strace and a network namespace, or no test here: skipped saying which is missing, and under
+    CI (``CI=true``) failed instead, so a CI machine without them cannot pass by skipping."""
+    strace = require_tool("strace", "packaging/setup.sh test installs it")
+    why = _fails([strace, "-f", "-o", "/dev/null", "true"])
+    require(not why, f"`strace` cannot trace here (ptrace not permitted): {why}")
+    unshare = require_tool("unshare", "util-linux")
+    why = _fails([unshare, "-n", "true"])
+    require(not why, f"`unshare -n` (a network namespace) is not permitted here (needs root or CAP_SYS_ADMIN): {why}")
+
 
 HOOK = textwrap.dedent('''
     """Installed by tests/test_privacy.py: record and refuse every attempt to use the network."""

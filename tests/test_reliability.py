@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -100,18 +101,20 @@ def _reap(proc: subprocess.Popen) -> None:
 
 
 # -- 1. crash safety of `sotto caption` ------------------------------------------------------------
-def _kill_mid_session(shared: Path, out: Path, delay: float) -> tuple[float, float]:
+def _kill_mid_session(shared: Path, out: Path, delay: float) -> tuple[float, float, list[tuple[str, str]]]:
     """Run ``sotto caption RECORDING --realtime --target de --out OUT``, wait for its first cue in
-    source.srt, wait ``delay`` more seconds and kill -9 it; returns (first cue, kill) times
-    in seconds after the start."""
+    source.srt, wait ``delay`` more seconds and kill -9 it; returns (first cue, kill) times in
+    seconds after the start, and the finished sentences it had shown (with their translations) on
+    its standard output by the kill."""
     from core.audio import decode_file
 
     recording = out.parent / f"{out.name}.wav"
     write_wav(recording, np.concatenate([decode_file(shared / name) for name in RECORDING]))
-    log = open(out.parent / f"{out.name}.log", "wb")
+    shown_path = out.parent / f"{out.name}.stdout"
+    stdout, log = open(shown_path, "wb"), open(out.parent / f"{out.name}.log", "wb")
     t0 = time.monotonic()
     proc = subprocess.Popen(sotto_cmd("caption", str(recording), "--realtime", "--target", "de", "--out", str(out)),
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+                            cwd=ROOT, stdout=stdout, stderr=log, env=dict(os.environ))
     try:
         def first_cue() -> bool:
             assert proc.poll() is None, f"sotto ended early ({proc.returncode}): see {log.name}"
@@ -128,8 +131,36 @@ def _kill_mid_session(shared: Path, out: Path, delay: float) -> tuple[float, flo
         _kill_9(proc)
     finally:
         _reap(proc)
+        stdout.close()
         log.close()
-    return t_first, t_kill
+    return t_first, t_kill, _shown_sentences(shown_path.read_bytes().decode("utf-8", errors="replace"))
+
+
+def _shown_sentences(stdout: str) -> list[tuple[str, str]]:
+    """The finished sentences a `sotto caption` into a pipe showed, each with its translation: the
+    display writes a finished line once its translation is there, the sentence then ``  → `` and the
+    translation (flushed together, so a kill cannot split the pair); messages are lines of their own."""
+    lines = stdout.split("\n")[:-1]  # complete lines only
+    return [(said, tr.removeprefix("  → ")) for said, tr in pairwise(lines)
+            if tr.startswith("  → ") and not said.startswith("  → ")]
+
+
+def _check_shown_were_journalled(out: Path, shown: list[tuple[str, str]], when: str) -> None:
+    """Every finished sentence the process had shown before its kill, and its translation, is in its
+    journal, in the order shown."""
+    records = []
+    for line in (out / "captions.jsonl").read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the line a kill cut off (_check_session_after_kill checks it was the last)
+    journalled = [s["text"] for r in records if r.get("kind") == "source" for s in r["sentences"]]
+    frozen = {f["index"]: f["text"] for r in records if r.get("kind") == "translation" for f in r["frozen"]}
+    said = [text for text, _ in shown]
+    assert journalled[:len(said)] == said, f"{when}: shown before the kill but not journalled: {said} vs {journalled}"
+    for index, (text, translation) in enumerate(shown):
+        assert frozen.get(index) == translation, (f"{when}: {text!r} was shown translated as {translation!r}, "
+                                                  f"the journal has {frozen.get(index)!r}")
 
 
 def _check_session_after_kill(out: Path, when: str) -> tuple[int, int]:
@@ -183,13 +214,16 @@ def test_kill_9_mid_session_keeps_every_committed_sentence(shared, tmp_path: Pat
     with concurrent.futures.ThreadPoolExecutor(len(delays)) as pool:
         runs = [pool.submit(_kill_mid_session, shared, tmp_path / f"run{n}", d) for n, d in enumerate(delays)]
         moments = [r.result() for r in runs]
-    kept = 0
-    for n, (delay, (t_first, t_kill)) in enumerate(zip(delays, moments, strict=True)):
+    kept = shown_in_all = 0
+    for n, (delay, (t_first, t_kill, shown)) in enumerate(zip(delays, moments, strict=True)):
         when = f"kill {n + 1}: {delay:.2f} s after the first cue (first cue at {t_first:.1f} s, kill at {t_kill:.1f} s)"
+        _check_shown_were_journalled(tmp_path / f"run{n}", shown, when)
         sentences, translations = _check_session_after_kill(tmp_path / f"run{n}", when)
-        print(f"{when}: {sentences} sentences, {translations} translations kept")
+        print(f"{when}: {len(shown)} sentences shown, {sentences} sentences and {translations} translations kept")
         kept += sentences
+        shown_in_all += len(shown)
     assert kept >= len(delays)  # each kill fell after at least one journalled sentence
+    assert shown_in_all >= 1, "no kill fell after a finished line was shown: nothing to hold the journal to"
 
 
 # -- 2. atomic writes survive kill -9 --------------------------------------------------------------

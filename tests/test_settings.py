@@ -80,3 +80,122 @@ def test_a_version_3_file_takes_the_retuned_latency_defaults_but_keeps_a_users_c
         path.read_text(encoding="utf-8").replace("min_chunk_s = 0.5", "min_chunk_s = 1.0"), encoding="utf-8"
     )
     assert load_settings(path).asr.min_chunk_s == 1.0  # a version 4 file means it
+
+
+# -- when a setting applies: one mark per field, and the builders read only what is marked so --------------------
+
+
+class _Recorder:
+    """Settings whose every read of ``section.name`` is noted in ``keys``."""
+
+    def __init__(self, settings: Settings, keys: set[str]) -> None:
+        self._settings, self._keys = settings, keys
+
+    def __getattr__(self, section: str):
+        obj = getattr(self._settings, section)
+        keys = self._keys
+
+        class _Section:
+            def __getattr__(self, name: str):
+                keys.add(f"{section}.{name}")
+                return getattr(obj, name)
+
+        return _Section()
+
+
+def _reads(build, settings: Settings | None = None) -> set[str]:
+    keys: set[str] = set()
+    build(_Recorder(settings or Settings(), keys))
+    return keys
+
+
+def _start_builders():
+    """What a session reads from settings when it starts: the engines' specs, the transcriber's
+    options and the audio source."""
+    from core.session.engines import ASREngineSpec, TranslatorSpec, streaming_options
+    from core.session.service import source_spec
+
+    return [ASREngineSpec.from_settings, TranslatorSpec.from_settings, streaming_options, source_spec]
+
+
+def _live_builders():
+    """What a running session takes from new settings (the pipeline's and the service's apply_settings)."""
+    from core.session.engines import PolicyKnobs, TranslatorKnobs
+
+    return [TranslatorKnobs.from_settings, PolicyKnobs.from_settings, lambda s: s.translation.partial_share]
+
+
+def _misplaced(builders, when, marks) -> list[str]:
+    """The keys the builders read (with both engines) that are not marked ``when``."""
+    read: set[str] = set()
+    for build in builders:
+        for engine in ("faster-whisper", "speculative"):
+            read |= _reads(build, Settings().with_value("asr.engine", engine))
+    assert read, "the builders read settings"
+    return sorted(key for key in read if marks(key) != when)
+
+
+def test_every_setting_says_when_it_applies():
+    import dataclasses
+
+    from core.settings import LIVE_KEYS, NEXT_START_KEYS, Applies, applies
+
+    keys = [f"{section}.{f.name}" for section in ("audio", "asr", "translation", "captions", "overlay")
+            for f in dataclasses.fields(getattr(Settings(), section))]
+    assert all(isinstance(applies(key), Applies) for key in keys)
+    assert sorted(NEXT_START_KEYS + LIVE_KEYS) == sorted(keys)
+    assert "asr.clause_min_words" in NEXT_START_KEYS and "asr.max_line_words" in NEXT_START_KEYS
+    assert "translation.beta" in LIVE_KEYS and "captions.mask_k" in LIVE_KEYS
+
+
+def test_settings_read_at_session_start_are_marked_next_start():
+    from core.settings import NEXT_START, applies
+
+    assert _misplaced(_start_builders(), NEXT_START, applies) == []
+
+
+def test_settings_applied_live_are_marked_live():
+    from core.settings import LIVE, applies
+
+    assert _misplaced(_live_builders(), LIVE, applies) == []
+
+
+def test_the_check_catches_a_start_setting_marked_live():
+    """The drift this check is for: asr.clause_min_words and asr.max_line_words were read only when a
+    session started, but a hand-kept list said they applied at once."""
+    from core.settings import LIVE, NEXT_START, applies
+
+    def drifted(key: str):
+        return LIVE if key in ("asr.clause_min_words", "asr.max_line_words") else applies(key)
+
+    assert _misplaced(_start_builders(), NEXT_START, drifted) == ["asr.clause_min_words", "asr.max_line_words"]
+
+
+def test_restart_needed_follows_the_marks():
+    from core.session.service import restart_needed
+
+    base = Settings()
+    assert restart_needed(base, base.with_value("asr.clause_min_words", 3)) == ["asr.clause_min_words"]
+    assert restart_needed(base, base.with_value("asr.max_line_words", 12)) == ["asr.max_line_words"]
+    new = base.with_value("translation.engine", "ar").with_value("captions.mask_mode", "draft")
+    assert restart_needed(base, new) == []
+    new = new.with_value("translation.model", "qwen2.5-1.5b-instruct").with_value("audio.channel", "left")
+    assert restart_needed(base, new) == ["audio.channel", "translation.model"]
+
+
+def test_engine_kinds_are_enums_stored_as_their_names(tmp_path: Path):
+    from core.session.engines import TranslatorKnobs
+    from core.settings import ASREngineKind, TranslationEngineKind
+
+    s = Settings().with_value("asr.engine", "speculative").with_value("translation.engine", "ar")
+    assert s.asr.engine is ASREngineKind.SPECULATIVE and s.asr.engine == "speculative"
+    assert s.translation.engine is TranslationEngineKind.AR
+    path = save_settings(s, tmp_path / "settings.toml")
+    assert 'engine = "speculative"' in path.read_text() and 'engine = "ar"' in path.read_text()
+    assert load_settings(path) == s
+    assert s.value("asr.engine") == "speculative"
+    with pytest.raises(SettingsError, match="asr.engine must be one of faster-whisper, speculative"):
+        s.with_value("asr.engine", "whisper.cpp")
+    assert TranslatorKnobs.from_settings(s) == TranslatorKnobs(beta=None, draft_mask_k=0, bias_scope="final-exact")
+    draft = Settings().with_value("captions.mask_mode", "draft").with_value("captions.mask_k", 2)
+    assert TranslatorKnobs.from_settings(draft) == TranslatorKnobs(beta=0.2, draft_mask_k=2, bias_scope="final-exact")

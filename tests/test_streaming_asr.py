@@ -86,7 +86,13 @@ def test_pauses_split_utterances_and_keep_order(tiny_engine, piper_voice):
 def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper_voice):
     """When the speaker pauses, the decode after the pause is marked ``paused`` and the caption
     policy shows its words whole: the end of what was said is on screen during the pause, not
-    only once three more words have been spoken."""
+    only once three more words have been spoken.
+
+    The claim is about when the words show, so it does not hang on how tiny.en hears one of them:
+    with AVX-512 VNNI it hears "please open the quarterly report", on an AVX2-only CPU "please open
+    the report" (oneDNN's int8 kernels without VNNI add the byte products in saturating 16-bit pairs;
+    forced here with ONEDNN_MAX_CPU_ISA=AVX2, see packaging/test-other-isa.sh). Either way the
+    sentence's last word is on screen while the speaker pauses, with nothing held back."""
     from core.captions import CaptionPolicy
 
     one = synthesize(piper_voice, "Please open the quarterly report.")
@@ -104,7 +110,8 @@ def test_a_pause_shows_the_sentence_end_before_the_next_words(tiny_engine, piper
         if update is paused[0]:
             break
     shown = normalize_english(" ".join([*(line.sentence.text for line in view.lines), view.partial.shown_source]))
-    assert shown.endswith("quarterly report"), shown
+    words = shown.split()
+    assert words[-1] == "report" and {"please", "open", "the"} <= set(words), shown
     assert view.partial.hidden_tokens == 0
 
 
@@ -163,3 +170,48 @@ def test_degenerate_judges_loops_not_speech(text, looping):
     from core.asr.streaming import degenerate
 
     assert degenerate(text) is looping
+
+
+class _NeverAgrees:
+    """An engine whose every decode hears other words (two hypotheses never agree), each ending in a
+    sentence mark: what a model gives on audio it cannot make out. It stands in for the model only;
+    the thing under test is the transcriber's window, which must commit these words when it fills."""
+
+    name = "never-agrees"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def transcribe(self, audio, prompt="", language=None, abort=None, previous_transcript=""):
+        from core.asr.engine import Hypothesis
+        from core.stream import Word
+
+        self.calls += 1
+        seconds = len(audio) / 16000
+        n = max(1, int(seconds))  # one word a second, the last one closing a sentence
+        words = [Word(i * seconds / n, (i + 0.8) * seconds / n, f" w{self.calls}x{i}{'.' if i == n - 1 else ''}")
+                 for i in range(n)]
+        return Hypothesis(words, "".join(w.text for w in words).strip())
+
+    def interrupt(self) -> None:
+        pass
+
+
+def test_a_window_that_fills_without_agreement_commits_its_words_as_lines():
+    """When the window is nearly full and two decodes never agreed, its tentative words are committed
+    so the window can be trimmed; a line they close is emitted like any other (it was dropped: the
+    sentence numbers had a gap and the words never reached the screen, the journal or the translator)."""
+    from core.asr import StreamingOptions, StreamingTranscriber
+
+    engine = _NeverAgrees()
+    st = StreamingTranscriber(engine, StreamingOptions(use_vad=False, max_line_words=0, clause_min_words=0))
+    rng = np.random.default_rng(0)
+    sentences = []
+    for _ in range(80):  # 40 s in 0.5 s chunks: the window (29 s) fills once at least
+        st.insert_audio((0.1 * rng.standard_normal(8000)).astype(np.float32))
+        update = st.process()
+        if update is not None:
+            sentences += update.sentences
+    assert sentences, "the forced words closed no line that reached the caller"
+    assert [s.index for s in sentences] == list(range(sentences[0].index, sentences[0].index + len(sentences)))
+    assert sentences[0].text.endswith(".") and sentences[0].text.startswith("w"), sentences[0]

@@ -5,6 +5,7 @@ example given back instead of a translation, and phrase loops ("was sie waren, w
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from core.audio import FileSource
 from core.session.pipeline import CaptionPipeline
 from core.settings import Settings
+from core.translate.quality import is_copy, is_fragment, phrase_loop
 
 pytestmark = pytest.mark.slow
 
@@ -35,22 +37,21 @@ def invented_number(source: str, translation: str) -> bool:
     return not _NUMBER_WORDS.search(source)
 
 
-def phrase_loop(text: str, min_words: int = 2) -> str | None:
-    """A run of at least ``min_words`` words repeated straight after itself, or None."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    for n in range(min_words, len(words) // 2 + 1):
-        for i in range(len(words) - 2 * n + 1):
-            if words[i:i + n] == words[i + n:i + 2 * n]:
-                return " ".join(words[i:i + n])
-    return None
-
-
 def test_the_scan_finds_what_it_looks_for():
     assert invented_number("Sonnet one.", "2.") is False  # "one" is a number: a digit may stand for it
     assert invented_number("I am here.", "2. Ich bin hier.")
     assert invented_number("1.", "2.") and not invented_number("1.", "1.")
     assert phrase_loop("was sie waren, was sie waren") == "was sie waren"
     assert phrase_loop("Er sagte, dass er kommt.") is None
+    # the two fragments and a copy seen on the shared reading (issue #27)
+    assert is_fragment("more or less closely those of the written character and they followed them very closely.",
+                       "mehr oder weniger so weit,", "de")
+    assert is_fragment("indeed to look at a transition between Gothic and Roman.", "so,", "de")
+    assert not is_fragment("indeed to look at a transition between Gothic and Roman.",
+                           "so, dass man einen Übergang zwischen Gothischen und römischen unterscheidet.", "de")
+    assert not is_fragment("Thank you.", "Danke.", "de")  # too short to judge
+    assert is_copy("within thine own bud, buriest thy content,", "in thine own bud, buriest thy content,")
+    assert not is_copy("I would like to thank everyone.", "Ich möchte allen danken.")
 
 
 class _Frames:
@@ -85,10 +86,51 @@ def test_frozen_translations_have_no_invented_numbering_and_no_loops(recording, 
     assert not looping, looping
 
 
+# Finished sentences of the shared 231 s reading whose frozen translations kept only a fragment: the
+# bundled model looped ("so weit, so weit, so weit,") and the translation ended at the loop's cut.
+WHOLE = (
+    "more or less closely those of the written character and they followed them very closely.",
+    "indeed to look at a transition between Gothic and Roman.",
+)
+
+
+@pytest.mark.parametrize("sentence", WHOLE)
+def test_a_finished_sentence_is_translated_whole(translator_de, sentence):
+    """A loop is cut and greedy decoding goes on from the cut with the token that began it banned
+    there, so the frozen translation covers the sentence instead of ending where the model looped."""
+    result = translator_de.translate(sentence, final=True)
+    print(repr(result.text))
+    assert not is_fragment(sentence, result.text, "de"), result.text
+    assert not phrase_loop(result.text), result.text
+
+
+def test_a_phrase_said_twice_is_cut_in_shown_and_frozen_translations(translator_de):
+    """Seen on an AVX2 machine: "within thine own bud, buriest thy content," was frozen as "in thine own
+    bud, in thine own bud,". A phrase of two or more words repeated back to back is a loop: here the
+    loop comes in as a draft that β = 1 accepts whole (as a shown translation's draft would), and
+    the translator keeps its first time and goes on from there; with the phrase rule off it stays."""
+    from core.translate.translator import bias_rules
+
+    source = "within thine own bud, buriest thy content,"
+    draft = translator_de.runner.tokenize(" in thine own bud, in thine own bud,")
+    saved = translator_de.options
+    try:
+        translator_de.configure(1.0, bias_scope="paper")
+        cut = translator_de.translate(source, draft, final=True)
+        translator_de.options = dataclasses.replace(translator_de.options, phrase_loops=False)
+        kept = translator_de.translate(source, draft, final=True)
+    finally:
+        translator_de.options = saved
+    print(repr(cut.text), repr(kept.text))
+    assert bias_rules("paper")["bias_final"]  # β applied to this finished sentence too
+    assert phrase_loop(kept.text) == "in thine own bud", kept.text  # the draft's loop, accepted as it is
+    assert cut.text.startswith("in thine own bud,") and not phrase_loop(cut.text), cut.text
+
+
 def test_a_stuttered_sentence_does_not_loop_one_word(translator_de):
     """Found with int8 speech recognition on mfa_cold_corpus: "so I I'll make different than the..."
     came out as "so so so so". A word three times in a row is now a loop, cut at its first time."""
-    from core.translate.translator import repeated_word
+    from core.translate.loops import repeated_word
 
     result = translator_de.translate("so I I'll make different than the...")
     words = [w.lower() for w in _WORD.findall(result.text)]

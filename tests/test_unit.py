@@ -121,8 +121,28 @@ def test_local_agreement_commits_common_prefix_only():
     assert [w.text for w in hb.tentative()] == [" fellow"]
 
 
+def test_local_agreement_forced_commits_keep_the_buffer_consistent():
+    hb = HypothesisBuffer()
+    hb.insert(_words([(0, 0.5, " And"), (0.6, 1.0, " so")]))
+    hb.flush()
+    # a pause or a full window: the unconfirmed words are committed as they stand
+    assert [w.text for w in hb.force_commit()] == [" And", " so"]
+    assert hb.tentative() == [] and hb.last_committed_time == 1.0
+    assert hb.force_commit() == []  # nothing left to force
+    # the next hypothesis repeats the forced words: they are not committed twice
+    hb.insert(_words([(0.6, 1.0, " so"), (1.1, 1.5, " my")]))
+    assert [w.text for w in hb.flush()] == []
+    assert [w.text for w in hb.tentative()] == [" my"]
+    # the end of the stream: the last hypothesis is committed whole, after what was committed
+    final = hb.commit_final(_words([(0, 0.5, " And"), (0.6, 1.0, " so"), (1.1, 1.5, " my"), (1.6, 2.0, " friends")]))
+    assert [w.text for w in final] == [" my", " friends"]
+    assert hb.tentative() == [] and hb.last_committed_time == 2.0
+    hb.pop_committed(1.05)
+    assert [w.text for w in hb.committed_in_buffer] == [" my", " friends"]
+
+
 def test_repetition_span_detects_loops_only():
-    from core.translate.translator import repetition_span
+    from core.translate.loops import repetition_span
 
     assert repetition_span([1, 2, 3, 4, 5, 6]) == 0
     assert repetition_span([9, 1, 2, 1, 2, 1, 2]) == 2
@@ -132,7 +152,7 @@ def test_repetition_span_detects_loops_only():
 
 
 def test_a_word_three_times_is_a_loop_and_punctuation_or_digits_are_not():
-    from core.translate.translator import repeated_word
+    from core.translate.loops import repeated_word
 
     assert repeated_word(["und", "so", "so", "so"])
     assert not repeated_word(["so", "so"]) and not repeated_word(["so", "so", "es"])

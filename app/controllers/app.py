@@ -21,7 +21,8 @@ from PySide6.QtWidgets import QSystemTrayIcon
 from core.errors import SottoError
 from core.models.store import ModelStore
 from core.session.history import CaptionHistory
-from core.session.service import IDLE, CaptionService
+from core.session.pipeline import MessageLevel
+from core.session.service import CaptionService, ServiceState
 from core.session.summary import CAUGHT_UP_MESSAGE
 from core.settings import Settings, load_settings, settings_path
 from core.stream import Progress
@@ -77,9 +78,9 @@ class AppController(QObject):
                 self.tray.show()
             self.overlay_controller.show_at_start()
         if startup_problem:
-            self.window.show_message("error", startup_problem)
+            self.window.show_message(MessageLevel.ERROR, startup_problem)
         elif self.first_run:
-            self.window.show_message("info", WELCOME)
+            self.window.show_message(MessageLevel.INFO, WELCOME)
         if preload:
             self.service.preload()
 
@@ -105,11 +106,11 @@ class AppController(QObject):
         w.quit_requested.connect(self.quit)
         self.overlay.settings_requested.connect(self.show_settings)  # the overlay's menu opens the panel
         self.overlay_controller.toggles_changed.connect(w.set_toggles)
-        self.settings_controller.problem.connect(lambda text: w.show_message("error", text))
+        self.settings_controller.problem.connect(lambda text: w.show_message(MessageLevel.ERROR, text))
 
     # -- service events (UI thread) ----------------------------------------------------------------
     def _on_progress(self, progress: Progress) -> None:
-        if progress.lag is not None and self.service.state == "running":
+        if progress.lag is not None and self.service.state == ServiceState.RUNNING:
             self.window.show_detail(
                 f"{self._source_words()} · {progress.audio_time:.0f} s · {progress.lag:.1f} s behind")
 
@@ -120,12 +121,12 @@ class AppController(QObject):
         return names.get(src) or (f"System audio ({src[7:]})" if src.startswith("system:") else Path(src).name)
 
     def _on_message(self, level: str, text: str) -> None:
-        if level == "error":
+        if level == MessageLevel.ERROR:
             self._error_shown = True
-        elif self._error_shown and (level == "warning" or text == CAUGHT_UP_MESSAGE):
+        elif self._error_shown and (level == MessageLevel.WARNING or text == CAUGHT_UP_MESSAGE):
             return  # this session's error stays in view; how far behind shows in the detail line
         self.window.show_message(level, text)
-        if level == "error":
+        if level == MessageLevel.ERROR:
             self.overlay_controller.show_problem(text)
             if self.tray is not None:
                 self.tray.show_warning(text)
@@ -139,9 +140,9 @@ class AppController(QObject):
     # -- actions -------------------------------------------------------------------------------------
     def toggle_start(self) -> None:
         """Start captions, or stop them if they run."""
-        if self.service.state == IDLE:
+        if self.service.state == ServiceState.IDLE:
             self._error_shown = False
-            self.window.show_message("info", "")
+            self.window.show_message(MessageLevel.INFO, "")
             self.overlay_controller.new_session()
             self.service.start()
         else:

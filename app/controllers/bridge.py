@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from core.session.pipeline import MessageLevel
+from core.session.service import ServiceState
 from core.stream import CaptionView, Progress
 
 
@@ -30,11 +32,11 @@ class ServiceBridge(QObject):
         """From the service: where the session stands."""
         self.progress_changed.emit(progress)
 
-    def on_message(self, level: str, text: str) -> None:
+    def on_message(self, level: MessageLevel, text: str) -> None:
         """From the service: a message for the user."""
         self.message.emit(level, text)
 
-    def on_state(self, state: str, detail: str) -> None:
+    def on_state(self, state: ServiceState, detail: str) -> None:
         """From the service: idle, loading, running, paused or stopping."""
         self.state_changed.emit(state, detail)
 

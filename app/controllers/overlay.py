@@ -11,15 +11,15 @@ from PySide6.QtGui import QGuiApplication
 
 from core import logger
 from core.errors import SottoError
-from core.session.service import IDLE, CaptionService
+from core.session.service import CaptionService, ServiceState
 from core.settings import Settings
 from core.stream import CaptionView
 
 from ..views.overlay import CaptionOverlay
 from .settings import SettingsController
 
-_PLACEHOLDERS = {"loading": "Preparing models…", "running": "Listening…", "paused": "Paused.",
-                 "idle": "Stopped. Captions are saved in History."}
+_PLACEHOLDERS = {ServiceState.LOADING: "Preparing models…", ServiceState.RUNNING: "Listening…",
+                 ServiceState.PAUSED: "Paused.", ServiceState.IDLE: "Stopped. Captions are saved in History."}
 
 
 def target_language(settings: Settings) -> str | None:
@@ -86,7 +86,7 @@ class OverlayController(QObject):
 
     def show_state(self, state: str) -> None:
         """The placeholder for the service state (shown while there are no captions)."""
-        if state == "idle" and self._problem_shown:
+        if state == ServiceState.IDLE and self._problem_shown:
             return  # what went wrong stays on screen until captions start again
         if state in _PLACEHOLDERS:
             self.view.set_placeholder(_PLACEHOLDERS[state])
@@ -99,7 +99,7 @@ class OverlayController(QObject):
     def _on_applied(self, key: str, new: Settings) -> None:
         if key.startswith("overlay."):
             self.view.apply_style(new.overlay)
-        if key in ("asr.language", "translation.target") and self._service.state == IDLE:
+        if key in ("asr.language", "translation.target") and self._service.state == ServiceState.IDLE:
             self.view.set_languages(new.asr.language, target_language(new))
 
     # -- geometry --------------------------------------------------------------------------------------------

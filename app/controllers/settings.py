@@ -20,7 +20,7 @@ from core.compute import cuda_available
 from core.errors import SottoError
 from core.models.advice import advise
 from core.models.store import ModelStore, check_reference
-from core.session.service import IDLE, CaptionService
+from core.session.service import CaptionService, ServiceState
 from core.settings import Settings, check_combination, save_settings, settings_path
 
 from ..views.settings_panel import SettingsPanel
@@ -103,7 +103,7 @@ class SettingsController(QObject):
         if key in ("audio.device", "audio.source") and self._meter_on:
             self._meter(True)
         note = "Saved."
-        if later and self.service.state != IDLE:
+        if later and self.service.state != ServiceState.IDLE:
             note = "Saved; this applies when captions next start (Stop, then Start)."
         self._answer(True, note)
         return True

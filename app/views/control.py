@@ -18,6 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.session.pipeline import MessageLevel
+from core.session.service import ServiceState
+
 HOTKEYS = {
     "start": "Ctrl+Shift+S",
     "pause": "Ctrl+Shift+P",
@@ -25,7 +28,9 @@ HOTKEYS = {
     "click_through": "Ctrl+Shift+T",
 }
 
-MESSAGE_STYLES = {"error": "color: #c0392b;", "warning": "color: #b9770e;"}
+MESSAGE_STYLES = {MessageLevel.ERROR: "color: #c0392b;", MessageLevel.WARNING: "color: #b9770e;"}
+STATE_WORDS = {ServiceState.IDLE: "Ready", ServiceState.LOADING: "Preparing…", ServiceState.RUNNING: "Captioning",
+               ServiceState.PAUSED: "Paused", ServiceState.STOPPING: "Stopping…"}
 
 
 class ControlWindow(QMainWindow):
@@ -105,19 +110,17 @@ class ControlWindow(QMainWindow):
 
     def show_state(self, state: str, detail: str) -> None:
         """Reflect the service state in the buttons."""
-        words = {"idle": "Ready", "loading": "Preparing…", "running": "Captioning", "paused": "Paused",
-                 "stopping": "Stopping…"}
-        self.state.setText(words.get(state, state))
+        self.state.setText(STATE_WORDS.get(state, state))
         if detail:
             self.detail.setText(detail)
-        self.start.setText("Start" if state == "idle" else "Stop")
-        self.start.setEnabled(state != "stopping")
-        self.pause.setEnabled(state in ("running", "paused"))
+        self.start.setText("Start" if state == ServiceState.IDLE else "Stop")
+        self.start.setEnabled(state != ServiceState.STOPPING)
+        self.pause.setEnabled(state in (ServiceState.RUNNING, ServiceState.PAUSED))
         self.pause.blockSignals(True)
-        self.pause.setChecked(state == "paused")
-        self.pause.setText("Resume" if state == "paused" else "Pause")
+        self.pause.setChecked(state == ServiceState.PAUSED)
+        self.pause.setText("Resume" if state == ServiceState.PAUSED else "Pause")
         self.pause.blockSignals(False)
-        if state in ("idle", "running"):
+        if state in (ServiceState.IDLE, ServiceState.RUNNING):
             self.progress.setVisible(False)
 
     def show_status(self, message: str, fraction: float | None) -> None:
@@ -183,6 +186,6 @@ class TrayIcon(QSystemTrayIcon):
 
     def show_state(self, state: str) -> None:
         """Relabel the menu for the service state."""
-        self.start_action.setText("Start" if state == "idle" else "Stop")
-        self.pause_action.setEnabled(state in ("running", "paused"))
-        self.pause_action.setText("Resume" if state == "paused" else "Pause")
+        self.start_action.setText("Start" if state == ServiceState.IDLE else "Stop")
+        self.pause_action.setEnabled(state in (ServiceState.RUNNING, ServiceState.PAUSED))
+        self.pause_action.setText("Resume" if state == ServiceState.PAUSED else "Pause")

@@ -59,6 +59,7 @@ class CaptionOverlay(QWidget):
         self._source_lang = source_lang
         self._target_lang = target_lang
         self.painted: list[tuple[str, str]] = []  # (source track, translation track) as drawn, one per change
+        self._painted_lines: list[tuple[tuple[VisualLine, ...], tuple[VisualLine, ...]]] = []  # the same, laid out
         self.source_meter = ErasureMeter(source_lang)
         self.translation_meter = ErasureMeter(target_lang)
         self._last_painted: tuple[str, str] | None = None
@@ -92,6 +93,7 @@ class CaptionOverlay(QWidget):
     def reset_meters(self) -> None:
         """Start measuring afresh (a new session)."""
         self.painted.clear()
+        self._painted_lines.clear()
         self._last_painted = None
         self.source_meter = ErasureMeter(self._source_lang)
         self.translation_meter = ErasureMeter(self._target_lang)
@@ -249,10 +251,17 @@ class CaptionOverlay(QWidget):
             return
         self._last_painted = shown
         self.painted.append(shown)
+        self._painted_lines.append((tuple(src), tuple(tr)))
         full_src, full_tr = self.full_text()
         self.source_meter.add(full_src)
         if self._target_lang:
             self.translation_meter.add(full_tr)
+
+    @property
+    def painted_lines(self) -> tuple[tuple[tuple[VisualLine, ...], tuple[VisualLine, ...]], ...]:
+        """What :attr:`painted` holds, as laid out and drawn: per change, the visual lines (styled runs)
+        of the source track and of the translation track (read-only)."""
+        return tuple(self._painted_lines)
 
     def displayed_ne(self) -> dict[str, float]:
         """Normalized erasure of what was painted, per track."""

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.models.store import ModelStatus, human_size
-from core.settings import Settings, value_range
+from core.settings import ASREngineKind, Settings, value_range
 from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 
 BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
@@ -487,7 +487,7 @@ class SettingsPanel(QDialog):
             self.calibrate.setChecked(settings.asr.calibrate)
             for tuned in (self.draft_threshold, self.max_draft):
                 tuned.setEnabled(not settings.asr.calibrate)
-            spec = settings.asr.engine == "speculative"
+            spec = settings.asr.engine == ASREngineKind.SPECULATIVE
             form = self._models_form
             form.setRowVisible(self.asr_model, not spec)
             for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self.sparse_tree,

@@ -2,7 +2,11 @@
 
 The policy of whisper_streaming (Macháček et al., 2023), written for Sotto:
 each new hypothesis of the audio buffer is compared with the previous one and
-their longest common word prefix is committed; the rest stays tentative.
+their longest common word prefix is committed; the rest stays tentative. Where
+no second hypothesis can come (the end of an utterance or of the stream) or the
+window fills up without agreement, the transcriber forces a commit through
+:meth:`HypothesisBuffer.force_commit` or :meth:`HypothesisBuffer.commit_final`;
+the buffer alone changes its state.
 """
 
 from __future__ import annotations
@@ -51,12 +55,31 @@ class HypothesisBuffer:
             word = self.new.pop(0)
             self.previous.pop(0)
             commit.append(word)
-        if commit:
-            self.last_committed_time = commit[-1].end
         self.previous = self.new
         self.new = []
-        self.committed_in_buffer.extend(commit)
+        self._committed(commit)
         return commit
+
+    def force_commit(self) -> list[Word]:
+        """Commit the unconfirmed words as they stand, without a second hypothesis agreeing (the end
+        of an utterance or of the stream, or a window full with no agreement); returns them."""
+        forced, self.previous = self.previous, []
+        self._committed(forced)
+        return forced
+
+    def commit_final(self, words: list[Word]) -> list[Word]:
+        """Take the last hypothesis of the stream (absolute times) and commit all of it that is new:
+        no later one will confirm it; returns the words committed."""
+        self.insert(words)
+        final, self.new = self.new, []
+        self.previous = []
+        self._committed(final)
+        return final
+
+    def _committed(self, words: list[Word]) -> None:
+        if words:
+            self.last_committed_time = words[-1].end
+            self.committed_in_buffer.extend(words)
 
     def pop_committed(self, time: float) -> None:
         """Forget committed words that end before ``time`` (the buffer was trimmed there)."""

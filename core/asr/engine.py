@@ -1,8 +1,10 @@
 """ASR engines: one model, one ``transcribe(audio, prompt)`` call returning timed words.
 
 The baseline :class:`FasterWhisperEngine` runs faster-whisper (CTranslate2)
-greedy decoding. Later engines (the speculative drafter/verifier pair) offer the
-same method, so :class:`~core.asr.streaming.StreamingTranscriber` takes either.
+greedy decoding; it decides when a window gets a second pass and how many feature
+frames the encoder reads, and :mod:`core.asr.faster_whisper_runner` makes
+faster-whisper do so. Later engines (the speculative drafter/verifier pair) offer
+the same method, so :class:`~core.asr.streaming.StreamingTranscriber` takes either.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .. import logger
 from ..compute import COMPUTE_GATE, ct2_compute_type, cuda_available
 from ..errors import Interrupted, ModelMemoryError, out_of_memory
 from ..stream import Word
+from .faster_whisper_runner import SecondPass, one_pass_model_class
 
 
 @dataclass
@@ -114,7 +117,7 @@ class FasterWhisperEngine(ASREngine):
         self.model_name = Path(model_path).name  # the store folder's name is the model's
         self.compute_type = compute_type
         try:
-            self.model = _one_pass_model_class()(
+            self.model = one_pass_model_class()(
                 str(model_path),
                 device=device,
                 compute_type=compute_type,
@@ -128,7 +131,8 @@ class FasterWhisperEngine(ASREngine):
             raise load_failure(model_path, "whisper-ct2", exc) from exc
         self.multilingual = self.model.model.is_multilingual
         self.one_pass = one_pass
-        self.model.encoder_frames = encoder_frames_rule(encoder_seconds)
+        rule = encoder_frames_rule(encoder_seconds)
+        self.model.encoder_frames = None if rule is None else lambda features: rule(content_frames(features))
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
                    abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
@@ -180,50 +184,11 @@ class FasterWhisperEngine(ASREngine):
                 for w in seg.words or ():
                     words.append(Word(w.start, w.end, w.word, w.probability))
                     heard_until[0] = max(heard_until[0], w.end)
-        except _SecondPass:
+        except SecondPass:
             pass
         return Hypothesis(words, "".join(texts).strip(), time.perf_counter() - t0)
-
-
-class _SecondPass(Exception):
-    """Raised by the model instead of encoding the same window again for a short tail."""
 
 
 # A window's audio after the last word is decoded again (a second pass) only when it is at least
 # this long: a shorter tail holds at most a word that the next update hears anyway.
 TAIL_S = 1.0
-
-
-def _one_pass_model_class():
-    """faster-whisper's model, able to stop after the first pass over a window.
-
-    When a window's last segment does not end with a single timestamp, faster-whisper seeks to
-    the end of the last word and runs the encoder and decoder again on the rest of the window
-    (long-form transcription). Measured on the first 60 s of the shared long reading with tiny.en
-    on two cores, 60 streaming updates made 95 encoder passes (0.27 s each); the extra passes
-    re-read tails of a fraction of a second that the next update decodes anyway. With
-    ``another_pass`` set, the encoder refuses a further pass unless it says the tail is long
-    enough (so nothing is lost at the end of a stream); the segments of the first pass were
-    already handed out by then.
-    """
-    from faster_whisper import WhisperModel
-
-    class OnePassWhisperModel(WhisperModel):
-        another_pass = None  # None: every pass faster-whisper makes; else asked before each further one
-        encoder_frames = None  # None: Whisper's 3000 frames; else frames to read for a segment's content
-        _passes = 0
-
-        def generate_segments(self, features, tokenizer, options, log_progress, encoder_output=None):
-            # the first pass may reuse the encoding made to detect the language
-            self._passes = 0 if encoder_output is None else 1
-            yield from super().generate_segments(features, tokenizer, options, log_progress, encoder_output)
-
-        def encode(self, features: np.ndarray):
-            if self._passes and self.another_pass is not None and not self.another_pass():
-                raise _SecondPass()
-            self._passes += 1
-            if self.encoder_frames is not None:
-                features = features[..., :self.encoder_frames(content_frames(features))]
-            return super().encode(features)
-
-    return OnePassWhisperModel

@@ -196,11 +196,11 @@ class StreamingTranscriber:
         self.hyp.insert(words)
         committed = self.hyp.flush()
         sentences = self._commit(committed)
-        self._trim()
+        sentences += self._trim()
         return self._update(sentences, paused=paused)
 
     def _end_utterance(self) -> TranscriptUpdate:
-        sentences = self._commit(self.hyp.tentative())
+        sentences = self._commit(self.hyp.force_commit())
         sentences += self._close_sentence()
         self.hyp.reset(self._received)
         self.window.clear(self._received)
@@ -219,11 +219,9 @@ class StreamingTranscriber:
         if (decode and self._speech and self.window.seconds > 0.05
                 and (self._new_audio > 0 or not self.hyp.tentative())):
             words = self._decode(self.window.view())
-            self.hyp.insert(words)
-            sentences += self._commit(self.hyp.new)
-            self.hyp.new = []
+            sentences += self._commit(self.hyp.commit_final(words))
         else:
-            sentences += self._commit(self.hyp.tentative())
+            sentences += self._commit(self.hyp.force_commit())
         sentences += self._close_sentence()
         self.hyp.reset(self._received)
         self.window.clear(self._received)
@@ -288,28 +286,29 @@ class StreamingTranscriber:
         self._sentence_words = []
         return [sentence]
 
-    def _trim(self) -> None:
+    def _trim(self) -> list[Sentence]:
+        """Trim the window at a line end beyond ``buffer_trim_s``; when it is nearly full with no
+        agreement, its tentative words are committed first. Returns the lines that closed."""
         opts = self.options
+        closed: list[Sentence] = []
         if self.window.seconds <= opts.buffer_trim_s:
-            return
+            return closed
         cut = self._last_sentence_end if self._last_sentence_end > self.window.offset else 0.0
         if (cut <= self.window.offset and self.hyp.last_committed_time > self.window.offset
                 and self.window.seconds > WORD_TRIM_S):
             cut = self.hyp.last_committed_time
         if self.window.end_time - max(cut, self.window.offset) > opts.max_buffer_s - opts.min_chunk_s - MAX_PIECE_S:
             # Nothing stable to cut at and the window is nearly full: commit the tentative words.
-            forced = self.hyp.tentative()
+            forced = self.hyp.force_commit()
             if forced:
                 logger.info("window full with no agreement; committing %d tentative words", len(forced))
-                self._commit(forced)
-                self.hyp.previous = []
-                self.hyp.last_committed_time = forced[-1].end
-                self.hyp.committed_in_buffer.extend(forced)
+                closed = self._commit(forced)
                 cut = forced[-1].end
             else:
                 cut = self.window.end_time - opts.buffer_trim_s
         if cut > self.window.offset:
             self._drop_before(cut)
+        return closed
 
     def _drop_before(self, time_s: float) -> None:
         self.window.trim_to(time_s)

@@ -10,6 +10,7 @@ and its result is dropped, so a Stop never waits for the model.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,15 +20,19 @@ from ..threads import JobThread
 from .engine import ASREngine, Hypothesis
 
 
-class _Job:
-    __slots__ = ("audio", "prompt", "language", "abort", "previous_transcript", "result", "error", "done")
+@dataclass(slots=True, eq=False)
+class DecodeRequest:
+    """One decode handed to the model thread (the arguments of :meth:`ASREngine.transcribe`) and,
+    once ``done``, its result or error."""
 
-    def __init__(self, audio, prompt, language, abort, previous_transcript) -> None:
-        self.audio, self.prompt, self.language, self.abort = audio, prompt, language, abort
-        self.previous_transcript = previous_transcript
-        self.result: Hypothesis | None = None
-        self.error: BaseException | None = None
-        self.done = False
+    audio: np.ndarray
+    prompt: str
+    language: str | None
+    abort: threading.Event | None
+    previous_transcript: str
+    result: Hypothesis | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 class ThreadedEngine(ASREngine):
@@ -43,7 +48,8 @@ class ThreadedEngine(ASREngine):
                    abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
         """Decode on the model thread; raises :class:`Interrupted` as soon as ``abort`` is set
         and :meth:`interrupt` is called (the decode itself finishes unseen)."""
-        job = _Job(audio, prompt, language, abort, previous_transcript)
+        job = DecodeRequest(audio=audio, prompt=prompt, language=language, abort=abort,
+                            previous_transcript=previous_transcript)
         self._thread.submit(job)
         with self._cond:
             self._cond.wait_for(lambda: job.done or (abort is not None and abort.is_set()))
@@ -68,7 +74,7 @@ class ThreadedEngine(ASREngine):
         """True while the model thread runs."""
         return self._thread.alive
 
-    def _run(self, job: _Job) -> None:
+    def _run(self, job: DecodeRequest) -> None:
         if job.abort is not None and job.abort.is_set():
             job.error = Interrupted("Recognition was stopped.")
         else:

@@ -1,6 +1,7 @@
 """Audio input: files, microphone, system audio (loopback), ring buffer, voice activity."""
 
-from .decode import SAMPLE_RATE, decode_file
+from .convert import SAMPLE_RATE
+from .decode import decode_file
 from .loopback import OutputDevice, SystemAudioSource, list_output_devices, open_system_source, system_audio_unavailable
 from .ringbuffer import RingBuffer
 from .sources import (

@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import logger
 from ..errors import AudioError
+from .convert import CHANNELS, SAMPLE_RATE, downmix
 
-SAMPLE_RATE = 16000
 MIN_TRUNCATED_S = 1.0
 """A file cut off before its header's length that still yields less than this is refused as
 broken; a longer cut-off file is captioned as far as it goes (and logged)."""
@@ -33,9 +33,10 @@ def decode_file(path: str | Path, channel: str = "mix") -> np.ndarray:
     try:
         if channel == "mix":
             audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
-        else:
-            left, right = decode_audio(str(path), sampling_rate=SAMPLE_RATE, split_stereo=True)
-            audio = left if channel == "left" else right
+        else:  # both channels as (n, 2) frames, and the one asked for chosen from them
+            frames = np.stack(decode_audio(str(path), sampling_rate=SAMPLE_RATE, split_stereo=True), axis=1)
+            audio = downmix(frames, channel)
+            del frames
     except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:  # before av's own (also OSError)
         logger.exception("decoding %s failed", path)
         raise AudioError(f"Could not read {path} ({exc.strerror or exc}).") from exc
@@ -73,7 +74,7 @@ def check_file(path: str | Path, channel: str = "mix") -> Path:
         raise AudioError(f"{path} is not an audio file but a pipe or device; save the recording to a file first.")
     if info.st_size == 0:
         raise AudioError(f"The audio file {path} is empty.")
-    if channel not in ("mix", "left", "right"):
+    if channel not in CHANNELS:
         raise AudioError(f"Unknown channel '{channel}'; use mix, left or right.")
     try:
         with open(path, "rb"):  # a clear sentence for a file we may not read
@@ -98,17 +99,15 @@ def stream_file(path: str | Path, channel: str = "mix", block_s: float = 30.0) -
 
     path = check_file(path, channel)
     # 16-bit, as decode_file's decoder converts: the same down-mix ((L + R) / 2), the same samples
-    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono" if channel == "mix" else "stereo",
+    width = 1 if channel == "mix" else 2
+    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono" if width == 1 else "stereo",
                                                   rate=SAMPLE_RATE)
     want = int(block_s * SAMPLE_RATE)
     pending: list[np.ndarray] = []
     have = done = 0
 
     def mono(frame) -> np.ndarray:
-        array = frame.to_ndarray().reshape(-1).astype(np.float32) / 32768.0
-        if channel == "mix":
-            return array
-        return np.ascontiguousarray(array[0 if channel == "left" else 1::2])
+        return downmix(frame.to_ndarray().reshape(-1, width).astype(np.float32) / 32768.0, channel)
 
     try:
         with av.open(str(path), mode="r", metadata_errors="ignore") as container:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import SAMPLE_RATE
+from .convert import SAMPLE_RATE
 
 FRAME_S = 0.02
 HISTORY_S = 12.0  # envelope history kept for the lag and gain estimates

@@ -6,7 +6,8 @@ delivers it like :class:`~core.audio.sources.MicrophoneSource`: 16 kHz mono
 float32 through ``read(min_seconds, timeout)``, all audio since the last read.
 
 Backends, through the ``soundcard`` library (imported lazily, since on Linux it
-connects to the sound server at import):
+connects to the sound server at import; its private parts are used in
+:mod:`core.audio.soundcard_runner` only):
 
 * Linux (PulseAudio, or PipeWire through pipewire-pulse): the output's monitor
   source (``<sink>.monitor``). A lost server connection is re-made on the next
@@ -36,13 +37,10 @@ import numpy as np
 from .. import logger
 from ..errors import AudioDeviceError
 from ..threads import WorkerThread
-from .decode import SAMPLE_RATE
+from .convert import SAMPLE_RATE, downmix
 from .ringbuffer import RingBuffer
+from .soundcard_runner import ComThread, PulseReader, load_soundcard, pulse_recorder
 
-MACOS_UNAVAILABLE = (
-    "Capturing system audio needs macOS 14.2 or newer; on this Mac route the meeting's sound through "
-    "a loopback device such as BlackHole and choose that device as the microphone."
-)
 LIST_HINT = "`sotto devices` lists the outputs whose sound can be captured"
 
 CAPTURE_CHANNELS = 2  # record stereo and mix down (WASAPI loopback in mono returns garbage)
@@ -64,25 +62,6 @@ class OutputDevice:
 
 
 # -- pure logic (unit-tested on every system) -----------------------------------------------------
-
-def downmix(frames: np.ndarray, channel: str = "mix") -> np.ndarray:
-    """Mono float32 from ``frames`` (``(n, channels)`` or already mono ``(n,)``).
-
-    ``channel`` is ``mix`` (the mean of all channels), ``left`` or ``right``.
-    """
-    data = np.asarray(frames, dtype=np.float32)
-    if data.ndim == 1:
-        return data
-    if data.ndim != 2:
-        raise ValueError(f"audio frames must be 1- or 2-dimensional, not {data.ndim}-dimensional")
-    if data.shape[1] == 1:
-        return np.ascontiguousarray(data[:, 0])
-    if channel == "left":
-        return np.ascontiguousarray(data[:, 0])
-    if channel == "right":
-        return np.ascontiguousarray(data[:, 1])
-    return data.mean(axis=1, dtype=np.float32)
-
 
 class GapFiller:
     """Silence owed to the audio clock while a device delivers nothing.
@@ -177,105 +156,15 @@ def system_audio_unavailable() -> str | None:
     return f"Capturing system audio is not supported on this system ({sys.platform})."
 
 
-# -- the soundcard library ------------------------------------------------------------------------
-
-_SC_LOCK = threading.Lock()
-_NO_SERVER = "No sound server (PulseAudio or PipeWire) is running, so the system audio cannot be captured."
-
+# -- the soundcard library (Linux, Windows) ---------------------------------------------------------
 
 def _soundcard():
-    """The ``soundcard`` module, connected to a running sound server (reconnected on Linux if lost)."""
+    """The connected ``soundcard`` module (:func:`~core.audio.soundcard_runner.load_soundcard`), where
+    this system can capture system audio through it; :class:`AudioDeviceError` otherwise."""
     reason = system_audio_unavailable()
     if reason:
         raise AudioDeviceError(reason)
-    with _SC_LOCK:
-        try:
-            import soundcard
-        except ImportError as exc:
-            raise AudioDeviceError(
-                "Capturing system audio needs the soundcard package, which is missing; "
-                "rerun the setup command from README.md."
-            ) from exc
-        except OSError as exc:  # the system library is missing (libpulse on Linux)
-            logger.info("soundcard could not load its system library: %s", exc)
-            raise AudioDeviceError(
-                "Capturing system audio needs the PulseAudio client library (libpulse0), which is missing; "
-                "install it with the system's package manager."
-                if sys.platform != "win32" else
-                f"The Windows audio system could not be used to capture system audio ({exc})."
-            ) from exc
-        except Exception as exc:  # Linux: soundcard asserts a connected server at import
-            logger.info("soundcard could not start: %r", exc)
-            raise AudioDeviceError(_NO_SERVER if sys.platform != "win32" else
-                                   "The Windows audio system could not be used to capture system audio.") from exc
-        if sys.platform != "win32":
-            _ensure_pulse_connection(sys.modules["soundcard.pulseaudio"])
-        return soundcard
-
-
-def _ensure_pulse_connection(pa) -> None:
-    """Replace soundcard's connection to the sound server if it was lost (server killed or restarted).
-
-    soundcard keeps one module-wide connection made at import; once the server
-    goes away every later call would fail. The dead connection is left alone
-    (streams of it may still be closing on other threads); a fresh one takes
-    its place for everything that follows.
-    """
-    lib = pa._pa
-    old = pa._pulse
-    if old._pa_context_get_state(old.context) == lib.PA_CONTEXT_READY:
-        return
-    logger.info("the connection to the sound server was lost; connecting again")
-    pa._pulse = _connect_pulse(pa)
-
-
-def _connect_pulse(pa, timeout: float = 5.0):
-    """A new soundcard ``_PulseAudio`` connection, without autospawning a server; cleaned up on failure."""
-    import atexit
-
-    lib, ffi = pa._pa, pa._ffi
-    conn = object.__new__(pa._PulseAudio)  # its __init__ asserts and leaks on failure; same steps, checked
-    conn.mainloop = lib.pa_threaded_mainloop_new()
-    conn.mainloop_api = lib.pa_threaded_mainloop_get_api(conn.mainloop)
-    conn.context = lib.pa_context_new(conn.mainloop_api, b"Sotto")
-    no_autospawn = 1  # PA_CONTEXT_NOAUTOSPAWN
-    lib.pa_context_connect(conn.context, ffi.NULL, no_autospawn, ffi.NULL)
-    lib.pa_threaded_mainloop_start(conn.mainloop)
-    pending = (lib.PA_CONTEXT_UNCONNECTED, lib.PA_CONTEXT_CONNECTING, lib.PA_CONTEXT_AUTHORIZING,
-               lib.PA_CONTEXT_SETTING_NAME)
-    deadline = time.monotonic() + timeout
-    state = conn._pa_context_get_state(conn.context)
-    while state in pending and time.monotonic() < deadline:
-        time.sleep(0.005)  # polling a C state machine that offers no wait here
-        state = conn._pa_context_get_state(conn.context)
-    if state != lib.PA_CONTEXT_READY:
-        conn._pa_context_disconnect(conn.context)
-        conn._pa_context_unref(conn.context)
-        lib.pa_threaded_mainloop_stop(conn.mainloop)
-        lib.pa_threaded_mainloop_free(conn.mainloop)
-        raise AudioDeviceError(_NO_SERVER)
-    atexit.register(conn._shutdown)
-    return conn
-
-
-class _ComThread:
-    """COM initialised on the current thread (Windows); a no-op elsewhere."""
-
-    def __enter__(self) -> _ComThread:
-        self._uninit = False
-        if sys.platform == "win32":
-            import ctypes
-
-            hr = ctypes.windll.ole32.CoInitializeEx(None, 0)  # COINIT_MULTITHREADED
-            # S_OK or S_FALSE: balance with CoUninitialize; RPC_E_CHANGED_MODE (an STA thread, e.g. Qt's): usable
-            self._uninit = hr in (0, 1)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._uninit:
-            import ctypes
-
-            ctypes.windll.ole32.CoUninitialize()
+    return load_soundcard()
 
 
 def list_output_devices() -> list[OutputDevice]:
@@ -288,7 +177,7 @@ def list_output_devices() -> list[OutputDevice]:
 
         return [OutputDevice(ALL_SYSTEM_AUDIO, TAP_ID, True, CAPTURE_CHANNELS, TAP_ID)]
     try:
-        with _ComThread():
+        with ComThread():
             sc = _soundcard()
             if sys.platform == "win32":
                 return _windows_outputs(sc)
@@ -398,7 +287,7 @@ class SystemAudioSource:
             self._capture_tap()
             return
         try:
-            with _ComThread():
+            with ComThread():
                 sc = _soundcard()
                 while not self._stopped.is_set():
                     moved_to = self._capture_one(sc)
@@ -458,11 +347,11 @@ class SystemAudioSource:
                 next_frames = recorder.record
             else:
                 # 50 ms fragments; without a block size PulseAudio picks ~2 s
-                recorder = _pulse_recorder(self.device.capture_id, SAMPLE_RATE // 20)
+                recorder = pulse_recorder(self.device.capture_id, SAMPLE_RATE, CAPTURE_CHANNELS, SAMPLE_RATE // 20)
                 next_frames = None
             with recorder as rec:
                 if next_frames is None:
-                    next_frames = _PulseReader(rec).record
+                    next_frames = PulseReader(rec, _READ_SLICE_S).record
                 if not self._ready.is_set():
                     with self._clock_lock:
                         self._gaps.start(time.monotonic())
@@ -577,63 +466,6 @@ class SystemAudioSource:
             self._thread.join(timeout)
             if self._thread.alive:
                 logger.warning("the system audio capture thread did not end within %.1f s", timeout)
-
-
-def _pulse_recorder(source: str, blocksize: int):
-    """soundcard's Linux recorder for ``source``, connected so that the server never moves it.
-
-    By default PulseAudio (and pipewire-pulse) moves a stream whose source
-    goes away to the default source, which may be the microphone: system audio
-    would silently become the user's voice. With ``PA_STREAM_DONT_MOVE`` the
-    stream fails instead, and the source reports the output as gone. The
-    method is soundcard 0.4.6's ``_Recorder._connect_stream`` with that flag.
-    """
-    pa = sys.modules["soundcard.pulseaudio"]
-    lib, ffi = pa._pa, pa._ffi
-
-    class Recorder(pa._Recorder):
-        def _connect_stream(self, bufattr) -> None:
-            pa._pulse._pa_stream_connect_record(self.stream, self._id.encode(), bufattr,
-                                                lib.PA_STREAM_ADJUST_LATENCY | lib.PA_STREAM_DONT_MOVE)
-
-            @ffi.callback("pa_stream_request_cb_t")
-            def read_callback(stream, nbytes, userdata):
-                self._record_event.set()
-
-            self._callback = read_callback
-            pa._pulse._pa_stream_set_read_callback(self.stream, read_callback, ffi.NULL)
-
-    return Recorder(source, SAMPLE_RATE, CAPTURE_CHANNELS, blocksize)
-
-
-class _PulseReader:
-    """soundcard's Linux recorder, read without blocking for good while the output is quiet.
-
-    ``_Recorder.record`` waits until the monitor delivers, which for an idle
-    null or virtual sink is never, so the capture thread could not be stopped.
-    This waits at most ``wait`` seconds per call and raises once the stream has
-    failed (server gone, output removed). Relies on soundcard 0.4.6 internals.
-    """
-
-    def __init__(self, rec, wait: float = _READ_SLICE_S) -> None:
-        self._rec = rec
-        self._wait = wait
-        self._pa = sys.modules["soundcard.pulseaudio"]
-
-    def record(self, _numframes=None) -> np.ndarray | None:
-        pa, rec = self._pa, self._rec
-        pulse = pa._pulse
-        state = pulse._pa_stream_get_state(rec.stream)
-        if state != pa._pa.PA_STREAM_READY:
-            raise RuntimeError(f"the recording stream is in state {state}")
-        readable = pulse._pa_stream_readable_size(rec.stream)
-        if readable == 0:
-            rec._record_event.wait(self._wait)
-            rec._record_event.clear()
-            return None
-        if readable >= 2**31:  # (size_t) -1: an error
-            raise RuntimeError("the recording stream reported an error")
-        return rec.record(None)
 
 
 def open_system_source(spec: str, channel: str = "mix") -> SystemAudioSource:

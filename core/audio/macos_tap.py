@@ -41,8 +41,7 @@ import numpy as np
 
 from .. import logger
 from ..errors import AudioDeviceError
-from .decode import SAMPLE_RATE
-from .loopback import MACOS_UNAVAILABLE, downmix
+from .convert import To16k, downmix
 
 HELPER_NAME = "sotto-audiotap"
 ENV_VAR = "SOTTO_AUDIOTAP"
@@ -62,6 +61,10 @@ EXIT_CORE_AUDIO = 6
 EXIT_FORMAT = 7
 EXIT_OUTPUT_CHANGED = 8
 
+MACOS_UNAVAILABLE = (
+    "Capturing system audio needs macOS 14.2 or newer; on this Mac route the meeting's sound through "
+    "a loopback device such as BlackHole and choose that device as the microphone."
+)
 PERMISSION_DENIED = (
     "Sotto may not record the system audio; allow Sotto (or your terminal) under System Settings → "
     "Privacy & Security → Screen & System Audio Recording, in the list \"System Audio Recording Only\", "
@@ -385,27 +388,6 @@ class TapProcess:
                 pipe.close()
         self._out_open = self._err_open = False
         return proc.returncode
-
-
-class To16k:
-    """Mono float32 at ``rate`` to 16 kHz (PyAV's resampler, as the microphone uses)."""
-
-    def __init__(self, rate: int) -> None:
-        self.rate = rate
-        self._resampler = None
-
-    def __call__(self, mono: np.ndarray) -> np.ndarray:
-        if self.rate == SAMPLE_RATE or mono.size == 0:
-            return mono
-        import av
-
-        if self._resampler is None:
-            self._resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
-        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(mono, dtype=np.float32).reshape(1, -1),
-                                           format="flt", layout="mono")
-        frame.sample_rate = self.rate
-        out = [f.to_ndarray().reshape(-1) for f in self._resampler.resample(frame)]
-        return np.concatenate(out).astype(np.float32) if out else np.zeros(0, dtype=np.float32)
 
 
 # -- the capture loop ----------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import logger
 from ..errors import AudioDeviceError, AudioError
-from .decode import SAMPLE_RATE, check_file, declared_seconds, decode_file, stream_file
+from .convert import SAMPLE_RATE, To16k, downmix
+from .decode import check_file, declared_seconds, decode_file, stream_file
 from .ringbuffer import RingBuffer
 
 
@@ -191,7 +192,7 @@ class InputDevice:
 
 def list_input_devices() -> list[InputDevice]:
     """Audio input devices (``sotto devices``)."""
-    sd = _sounddevice()
+    sd = load_sounddevice()
     try:
         devices = sd.query_devices()
         default_in = sd.default.device[0]
@@ -214,7 +215,8 @@ def list_input_devices() -> list[InputDevice]:
     return result
 
 
-def _sounddevice():
+def load_sounddevice():
+    """The ``sounddevice`` module; :class:`AudioDeviceError` (one sentence) when PortAudio is missing."""
     try:
         import sounddevice
     except OSError as exc:  # PortAudio library missing
@@ -272,7 +274,7 @@ class MicrophoneSource:
         self._stream = None
         self._rate = SAMPLE_RATE
         self._ring = RingBuffer(int(buffer_seconds * SAMPLE_RATE * 3))
-        self._resampler = None
+        self._to16k = To16k(SAMPLE_RATE)
         self._status_overflows = 0
         self._error: str | None = None
         self._last_data = time.monotonic()
@@ -295,7 +297,7 @@ class MicrophoneSource:
 
     def start(self) -> None:
         """Open the input stream, at 16 kHz if the device allows, else its own rate."""
-        sd = _sounddevice()
+        sd = load_sounddevice()
         channels = min(2, self.device.channels)
         last_exc: Exception | None = None
         for rate in (SAMPLE_RATE, int(self.device.default_samplerate)):
@@ -319,6 +321,7 @@ class MicrophoneSource:
                 f"or Sotto may not be allowed to use it. {PERMISSION_HINT}"
             ) from last_exc
         self._ring = RingBuffer(int(self._ring.capacity / SAMPLE_RATE * self._rate) // 3 * 3)
+        self._to16k = To16k(self._rate)
         self._last_data = time.monotonic()
         self._stream.start()
         logger.info("recording from %s at %d Hz, %d channel(s)", self.device.name, self._rate, channels)
@@ -326,17 +329,7 @@ class MicrophoneSource:
     def _callback(self, indata, frames, time_info, status) -> None:  # PortAudio thread
         if status.input_overflow:
             self._status_overflows += 1
-        data = indata
-        if data.shape[1] > 1:
-            if self.channel == "left":
-                mono = data[:, 0]
-            elif self.channel == "right":
-                mono = data[:, 1]
-            else:
-                mono = data.mean(axis=1)
-        else:
-            mono = data[:, 0]
-        self._ring.write(mono)
+        self._ring.write(downmix(indata, self.channel))
         self._last_data = time.monotonic()
 
     def _finished(self) -> None:
@@ -354,7 +347,7 @@ class MicrophoneSource:
             slice_timeout = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
             chunk = self._ring.wait_read(need, slice_timeout)
             if chunk is not None and chunk.size:
-                return self._to_16k(chunk)
+                return self._to16k(chunk)
             if self._stopped.is_set():
                 return None
             if self._error:
@@ -365,18 +358,6 @@ class MicrophoneSource:
                 )
             if deadline is not None and time.monotonic() >= deadline:
                 return np.zeros(0, dtype=np.float32)
-
-    def _to_16k(self, samples: np.ndarray) -> np.ndarray:
-        if self._rate == SAMPLE_RATE:
-            return samples
-        import av
-
-        if self._resampler is None:
-            self._resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
-        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="flt", layout="mono")
-        frame.sample_rate = self._rate
-        out = [f.to_ndarray().reshape(-1) for f in self._resampler.resample(frame)]
-        return np.concatenate(out).astype(np.float32) if out else np.zeros(0, dtype=np.float32)
 
     def interrupt(self) -> None:
         """From another thread: make a blocked ``read`` return None at once.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .decode import SAMPLE_RATE
+from .convert import SAMPLE_RATE
 
 WINDOW = 512  # samples per Silero window (32 ms)
 CONTEXT = 64

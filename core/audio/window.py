@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import SAMPLE_RATE
+from .convert import SAMPLE_RATE
 
 
 class AudioWindow:

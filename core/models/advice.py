@@ -7,6 +7,7 @@ included). Speeds are measured with the bundled model on this machine (``sotto m
 or read back from earlier sessions) and scaled by parameter count for the bigger ones; without a
 measurement they are estimated from the core count. The advice is the largest model that fits in
 memory and is expected to keep up; the bundled 270M is the fallback that always works.
+:func:`model_note` says it to the user with the first translation of a session.
 """
 
 from __future__ import annotations
@@ -183,3 +184,19 @@ def catalogue_sizes() -> dict[str, int]:
 def advise(machine: Machine | None = None) -> Advice:
     """The advice for this machine (or ``machine``), from what was measured so far."""
     return recommend(machine or this_machine(), catalogue_sizes())
+
+
+def model_note(model: str) -> str:
+    """What the first translation of a session says about its model (and a better one, where advised)."""
+    if model.lower().endswith(".gguf"):  # a local file: its name
+        model = Path(model).name
+    note = f"Translations by {model}."
+    if model == BUNDLED:
+        try:
+            advised = advise().model
+        except Exception:  # advice is a courtesy
+            logger.exception("model advice failed")
+            advised = BUNDLED
+        note = f"Translations by {model}, the small bundled model" + (
+            f"; {advised} translates better on this machine (Settings › Models)." if advised != BUNDLED else ".")
+    return note

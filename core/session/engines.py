@@ -1,89 +1,188 @@
-"""Build the engines named in settings from the model store (one instance per model)."""
+"""Build the engines named in settings from the model store (one instance per model), and the
+options of everything else a session runs.
+
+Settings reach the stages only through the typed objects made here. Read when a session starts:
+:class:`ASREngineSpec` and :class:`TranslatorSpec` (what each engine is built from: a different
+one needs the engine rebuilt) and :func:`streaming_options` (the transcriber). Changed live:
+:class:`TranslatorKnobs` (how the translator decodes) and :class:`PolicyKnobs` (what the caption
+policy shows). :mod:`core.settings` marks each field as applying at the next start or live, and
+``tests/test_settings.py`` checks that these builders read only settings marked so.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from ..asr.engine import ASREngine, FasterWhisperEngine
+from ..asr.streaming import StreamingOptions
+from ..captions.policy import CaptionPolicy
 from ..models.store import ModelStore, StatusCallback
-from ..settings import Settings
+from ..settings import ASREngineKind, Settings, TranslationEngineKind
 from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rules
 
-# What each engine is built from: a change to any of these needs the engine rebuilt.
-ASR_ENGINE_KEYS = ("engine", "model", "drafter", "verifier", "draft_threshold", "max_draft", "sparse_tree",
-                   "calibrate", "compute_device", "compute_dtype", "encoder_seconds",
-                   "speculative_encoder_seconds")
-TRANSLATOR_KEYS = ("target", "model", "prompt_style", "clause_pieces", "n_threads", "n_gpu_layers", "reuse_prefix")
+
+@dataclass(frozen=True)
+class ASREngineSpec:
+    """What the speech engine is built from: the ``asr`` settings of the same names."""
+
+    engine: ASREngineKind
+    model: str
+    drafter: str
+    verifier: str
+    draft_threshold: float
+    max_draft: int
+    sparse_tree: bool
+    calibrate: bool
+    compute_device: str
+    compute_dtype: str
+    encoder_seconds: float
+    speculative_encoder_seconds: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ASREngineSpec:
+        """The spec named in ``settings``."""
+        return cls(**{f.name: getattr(settings.asr, f.name) for f in dataclasses.fields(cls)})
 
 
-def asr_engine_key(settings: Settings) -> tuple:
-    """The settings the speech engine is built from."""
-    return tuple(getattr(settings.asr, name) for name in ASR_ENGINE_KEYS)
+@dataclass(frozen=True)
+class TranslatorSpec:
+    """What the translator is built from (the spoken language is in its prompt)."""
+
+    source_lang: str
+    target: str
+    model: str
+    prompt_style: str
+    clause_pieces: bool
+    n_threads: int
+    n_gpu_layers: int
+    reuse_prefix: bool
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TranslatorSpec:
+        """The spec named in ``settings``."""
+        tr = settings.translation
+        return cls(source_lang=settings.asr.language, target=tr.target, model=tr.model,
+                   prompt_style=tr.prompt_style, clause_pieces=tr.clause_pieces, n_threads=tr.n_threads,
+                   n_gpu_layers=tr.n_gpu_layers, reuse_prefix=tr.reuse_prefix)
 
 
-def translator_key(settings: Settings) -> tuple:
-    """The settings the translator is built from (the spoken language is in its prompt)."""
-    return (settings.asr.language, *(getattr(settings.translation, name) for name in TRANSLATOR_KEYS))
-
-
-def translator_knobs(settings: Settings) -> tuple[float | None, int, str]:
+@dataclass(frozen=True)
+class TranslatorKnobs:
     """The translator's live knobs: β (None for plain re-translation), the in-draft mask-k and
     where β applies."""
-    tr, cap = settings.translation, settings.captions
-    return (tr.beta if tr.engine == "ssbd" else None), (cap.mask_k if cap.mask_mode == "draft" else 0), tr.bias_scope
+
+    beta: float | None
+    draft_mask_k: int
+    bias_scope: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TranslatorKnobs:
+        """The knobs set in ``settings``."""
+        tr, cap = settings.translation, settings.captions
+        return cls(beta=tr.beta if tr.engine == TranslationEngineKind.SSBD else None,
+                   draft_mask_k=cap.mask_k if cap.mask_mode == "draft" else 0, bias_scope=tr.bias_scope)
+
+    def apply_to(self, translator: LlamaTranslator) -> None:
+        """Set these knobs on a running translator (it takes them at its next call)."""
+        translator.configure(beta=self.beta, draft_mask_k=self.draft_mask_k, bias_scope=self.bias_scope)
+
+
+@dataclass(frozen=True)
+class PolicyKnobs:
+    """What the caption policy shows, changed live: mask-k, the translation's own mask (0 when
+    mask-k is applied in the translator's draft instead, None for the same as ``mask_k``), the whole
+    line at a pause, and how the source's unconfirmed words are held back."""
+
+    mask_k: int
+    translation_mask_k: int | None
+    show_at_pause: bool
+    source_mask: str
+    source_hold_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PolicyKnobs:
+        """The knobs set in ``settings``."""
+        cap = settings.captions
+        return cls(mask_k=cap.mask_k, translation_mask_k=0 if cap.mask_mode == "draft" else None,
+                   show_at_pause=cap.show_at_pause, source_mask=cap.source_mask, source_hold_s=cap.source_hold_s)
+
+    def apply_to(self, policy: CaptionPolicy) -> None:
+        """Set these knobs on a policy (the caller holds the lock the policy is used under)."""
+        for f in dataclasses.fields(self):
+            setattr(policy, f.name, getattr(self, f.name))
+
+
+def caption_policy(settings: Settings, target: str | None, speakers: tuple[str, ...]) -> CaptionPolicy:
+    """The caption policy of a session translating into ``target`` (None: no translation), with one
+    partial line per speaker."""
+    knobs = PolicyKnobs.from_settings(settings)
+    return CaptionPolicy(source_lang=settings.asr.language, target_lang=target, speakers=speakers,
+                         **dataclasses.asdict(knobs))
+
+
+def streaming_options(settings: Settings) -> StreamingOptions:
+    """The streaming transcriber's options from settings (read when a session starts)."""
+    asr = settings.asr
+    return StreamingOptions(language=asr.language, min_chunk_s=asr.min_chunk_s, buffer_trim_s=asr.buffer_trim_s,
+                            use_vad=asr.vad, vad_threshold=asr.vad_threshold,
+                            vad_min_silence_s=asr.vad_min_silence_s, utterance_end_s=asr.utterance_end_s,
+                            clause_min_words=asr.clause_min_words, max_line_words=asr.max_line_words)
 
 
 def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCallback | None = None) -> ASREngine:
     """The speech recogniser selected in settings."""
-    asr = settings.asr
-    if asr.engine == "speculative":
+    spec = ASREngineSpec.from_settings(settings)
+    if spec.engine == ASREngineKind.SPECULATIVE:
         from ..asr.speculative.decoder import SpeculativeOptions
         from ..asr.speculative.engine import SpeculativeEngine
 
-        drafter = store.resolve(asr.drafter, on_status)
-        verifier = store.resolve(asr.verifier, on_status)
+        drafter = store.resolve(spec.drafter, on_status)
+        verifier = store.resolve(spec.verifier, on_status)
         if on_status:
-            on_status(f"Loading speech models {asr.drafter} (drafter) and {asr.verifier} (verifier)"
-                      + (" and tuning them for this machine (the first time only)" if asr.calibrate else ""), None)
+            on_status(f"Loading speech models {spec.drafter} (drafter) and {spec.verifier} (verifier)"
+                      + (" and tuning them for this machine (the first time only)" if spec.calibrate else ""), None)
         from ..paths import demo_sample
 
-        options = SpeculativeOptions(threshold=asr.draft_threshold, max_draft=asr.max_draft,
-                                     sparse_tree=asr.sparse_tree)
-        return SpeculativeEngine(drafter, verifier, options, device=asr.compute_device, dtype=asr.compute_dtype,
-                                 calibrate_on=demo_sample() if asr.calibrate else None,
-                                 encoder_seconds=asr.speculative_encoder_seconds)
-    path = store.resolve(settings.asr.model, on_status)
+        options = SpeculativeOptions(threshold=spec.draft_threshold, max_draft=spec.max_draft,
+                                     sparse_tree=spec.sparse_tree)
+        return SpeculativeEngine(drafter, verifier, options, device=spec.compute_device, dtype=spec.compute_dtype,
+                                 calibrate_on=demo_sample() if spec.calibrate else None,
+                                 encoder_seconds=spec.speculative_encoder_seconds)
+    path = store.resolve(spec.model, on_status)
     if on_status:
-        on_status(f"Loading speech model {settings.asr.model}", None)
-    return FasterWhisperEngine(path, device=settings.asr.compute_device, compute_type=settings.asr.compute_dtype,
-                               encoder_seconds=settings.asr.encoder_seconds)
+        on_status(f"Loading speech model {spec.model}", None)
+    return FasterWhisperEngine(path, device=spec.compute_device, compute_type=spec.compute_dtype,
+                               encoder_seconds=spec.encoder_seconds)
 
 
 def create_translator(
     settings: Settings, store: ModelStore, on_status: StatusCallback | None = None
 ) -> LlamaTranslator | None:
     """The translator selected in settings, or None when the target is ``none``."""
-    tr = settings.translation
-    if tr.target == "none":
+    spec = TranslatorSpec.from_settings(settings)
+    if spec.target == "none":
         return None
-    path = store.resolve(tr.model, on_status)
+    path = store.resolve(spec.model, on_status)
     if on_status:
-        on_status(f"Loading translation model {tr.model}", None)
-    style = tr.prompt_style
+        on_status(f"Loading translation model {spec.model}", None)
+    style = spec.prompt_style
     from ..models.registry import get_spec
 
-    spec = get_spec(tr.model)
-    if style == "auto" and spec is not None and "prompt_style" in spec.extra:
-        style = spec.extra["prompt_style"]
-    beta, draft_mask_k, bias_scope = translator_knobs(settings)
+    catalogued = get_spec(spec.model)
+    if style == "auto" and catalogued is not None and "prompt_style" in catalogued.extra:
+        style = catalogued.extra["prompt_style"]
+    knobs = TranslatorKnobs.from_settings(settings)
     options = TranslatorOptions(
-        source_lang=settings.asr.language,
-        target_lang=tr.target,
+        source_lang=spec.source_lang,
+        target_lang=spec.target,
         prompt_style=style,
-        n_threads=tr.n_threads,
-        n_gpu_layers=tr.n_gpu_layers,
-        beta=beta,
-        reuse_prefix=tr.reuse_prefix,
-        clause_pieces=tr.clause_pieces,
-        draft_mask_k=draft_mask_k,
-        **bias_rules(bias_scope),
+        n_threads=spec.n_threads,
+        n_gpu_layers=spec.n_gpu_layers,
+        beta=knobs.beta,
+        reuse_prefix=spec.reuse_prefix,
+        clause_pieces=spec.clause_pieces,
+        draft_mask_k=knobs.draft_mask_k,
+        **bias_rules(knobs.bias_scope),
     )
     return LlamaTranslator(path, options)

@@ -1,7 +1,8 @@
 """The caption loop: read audio, route updates from the recogniser to the translator
 and the screen, stop on request. Nothing else lives here: the journal writes the
-files (:mod:`.journal`), :class:`~.summary.RunStats` keeps the statistics, the
-caption policy decides what is shown.
+files (:mod:`.journal`), :mod:`.summary` keeps the statistics and builds the summary,
+:mod:`.engines` turns settings into the engines' options, the caption policy decides
+what is shown.
 
 :class:`CaptionPipeline` runs on the caller's thread (the ASR loop) plus the
 translation worker's thread. In real-time mode each read takes *all* audio that
@@ -17,34 +18,45 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from .. import __version__, logger
+from .. import logger
 from ..asr.engine import ASREngine
-from ..asr.streaming import StreamingOptions, StreamingTranscriber
+from ..asr.streaming import StreamingTranscriber
 from ..audio.sources import AudioSource
 from ..captions.policy import CaptionPolicy
 from ..errors import SottoError
+from ..models.advice import model_note
 from ..settings import Settings
 from ..stream import CaptionView, FrozenTranslation, Progress, TranscriptUpdate, TranslationUpdate
 from ..translate.streaming import StreamingTranslator
 from ..translate.translator import LlamaTranslator
 from ..translate.worker import InlineTranslation, TranslationWorker
-from .engines import translator_knobs
+from .engines import PolicyKnobs, TranslatorKnobs, caption_policy, streaming_options
 from .journal import CaptionJournal
 from .summary import (
     BEHIND_S,
     CAUGHT_UP_MESSAGE,
     CAUGHT_UP_S,
-    ASRInfo,
     RunStats,
     RunSummary,
-    TranslationInfo,
     falling_behind_message,
+    journal_header,
+    run_summary,
+    translation_info,
 )
+
+
+class MessageLevel(StrEnum):
+    """How a message for the user is shown (the values are what listeners are told)."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 class PipelineListener(Protocol):
@@ -54,7 +66,7 @@ class PipelineListener(Protocol):
 
     def on_progress(self, progress: Progress) -> None: ...
 
-    def on_message(self, level: str, text: str) -> None: ...
+    def on_message(self, level: MessageLevel, text: str) -> None: ...
 
 
 class NullListener:
@@ -66,7 +78,7 @@ class NullListener:
     def on_progress(self, progress: Progress) -> None:
         """Ignore."""
 
-    def on_message(self, level: str, text: str) -> None:
+    def on_message(self, level: MessageLevel, text: str) -> None:
         """Ignore."""
 
 
@@ -90,38 +102,6 @@ ASR_SHARE_TRANSLATING = 0.6
 ASR_SHARE_ALONE = 0.9
 
 
-def _translation_mask_k(settings: Settings) -> int | None:
-    """The policy's on-screen mask for the translation: none when mask-k is applied in the draft."""
-    return 0 if settings.captions.mask_mode == "draft" else None
-
-
-def model_note(model: str) -> str:
-    """What the first translation of a session says about its model (and a better one, where advised)."""
-    from ..models.advice import BUNDLED, advise
-
-    if model.lower().endswith(".gguf"):  # a local file: its name
-        model = Path(model).name
-    note = f"Translations by {model}."
-    if model == BUNDLED:
-        try:
-            advised = advise().model
-        except Exception:  # advice is a courtesy
-            logger.exception("model advice failed")
-            advised = BUNDLED
-        note = f"Translations by {model}, the small bundled model" + (
-            f"; {advised} translates better on this machine (Settings › Models)." if advised != BUNDLED else ".")
-    return note
-
-
-def streaming_options(settings: Settings) -> StreamingOptions:
-    """The streaming transcriber's options from settings."""
-    asr = settings.asr
-    return StreamingOptions(language=asr.language, min_chunk_s=asr.min_chunk_s, buffer_trim_s=asr.buffer_trim_s,
-                            use_vad=asr.vad, vad_threshold=asr.vad_threshold,
-                            vad_min_silence_s=asr.vad_min_silence_s, utterance_end_s=asr.utterance_end_s,
-                            clause_min_words=asr.clause_min_words, max_line_words=asr.max_line_words)
-
-
 class CaptionPipeline:
     """Runs one source through the engines it is given and journals the captions."""
 
@@ -141,10 +121,9 @@ class CaptionPipeline:
         self.listener = listener or NullListener()
         self.out_dir = out_dir
         self.realtime = realtime
-        target = settings.translation.target if translation_engine is not None else None
         # In "draft" mode the translator trims its draft instead; the source line is masked on screen either way.
-        self._target = target
-        self.policy = self._new_policy(("",))
+        self._target = settings.translation.target if translation_engine is not None else None
+        self.policy: CaptionPolicy = caption_policy(settings, self._target, ("",))
         self.stats = RunStats(realtime)
         self._lock = threading.Lock()  # guards policy, journal, stats and listener calls
         self._stop = threading.Event()
@@ -196,27 +175,15 @@ class CaptionPipeline:
         """True while paused."""
         return self._paused.is_set()
 
-    def _new_policy(self, speakers: tuple[str, ...]) -> CaptionPolicy:
-        """The caption policy for these settings and streams (one partial line per speaker)."""
-        cap = self.settings.captions
-        return CaptionPolicy(cap.mask_k, self.settings.asr.language, self._target,
-                             translation_mask_k=_translation_mask_k(self.settings),
-                             show_at_pause=cap.show_at_pause, source_mask=cap.source_mask,
-                             source_hold_s=cap.source_hold_s, speakers=speakers)
-
     def apply_settings(self, settings: Settings) -> None:
-        """Apply what can change while running: mask-k, the translator's β/engine and the unfinished
-        lines' share of its time (thread-safe)."""
+        """Apply what can change while running (thread-safe): what the policy shows, the translator's
+        β/engine and the unfinished lines' share of its time."""
         with self._lock:
-            self.policy.mask_k = settings.captions.mask_k
-            self.policy.translation_mask_k = _translation_mask_k(settings)
-            self.policy.show_at_pause = settings.captions.show_at_pause
-            self.policy.source_mask = settings.captions.source_mask
-            self.policy.source_hold_s = settings.captions.source_hold_s
+            PolicyKnobs.from_settings(settings).apply_to(self.policy)
             self.settings = settings
             translation = self._translation
         if self.translation_engine is not None:
-            self.translation_engine.configure(*translator_knobs(settings))
+            TranslatorKnobs.from_settings(settings).apply_to(self.translation_engine)
         if translation is not None:
             translation.set_partial_share(settings.translation.partial_share)
 
@@ -232,7 +199,7 @@ class CaptionPipeline:
         self.streams = [AudioStream(speaker, source, StreamingTranscriber(self.asr_engine, options))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
-            self.policy = self._new_policy(tuple(sources))
+            self.policy = caption_policy(self.settings, self._target, tuple(sources))
         self._translation = self._open_translation()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
@@ -241,8 +208,10 @@ class CaptionPipeline:
             for stream in self.streams:
                 stream.source.start()
             if self.out_dir is not None:  # the files appear once every source captures
-                self.journal = CaptionJournal(self.out_dir, self.translation_engine is not None,
-                                              self._journal_header(), on_problem=self._on_journal_problem)
+                translating = self.translation_engine is not None
+                self.journal = CaptionJournal(self.out_dir, translating,
+                                              journal_header(self.settings, self._source_name(), translating),
+                                              on_problem=self._on_journal_problem)
             self._read_loop()
             if self._quick_stop:
                 self._finish_quickly()
@@ -333,10 +302,10 @@ class CaptionPipeline:
         """Say once when captions fall :data:`BEHIND_S` behind the speech, and once when they are back."""
         if not self.stats.behind and lag >= BEHIND_S:
             self.stats.on_behind(lag)
-            self.listener.on_message("warning", falling_behind_message(lag))
+            self.listener.on_message(MessageLevel.WARNING, falling_behind_message(lag))
         elif self.stats.behind and lag < CAUGHT_UP_S:
             self.stats.on_caught_up()
-            self.listener.on_message("info", CAUGHT_UP_MESSAGE)
+            self.listener.on_message(MessageLevel.INFO, CAUGHT_UP_MESSAGE)
 
     # -- translation routing -----------------------------------------------------------------
     def _open_translation(self) -> TranslationWorker | InlineTranslation | None:
@@ -390,7 +359,7 @@ class CaptionPipeline:
     def _on_translation(self, update: TranslationUpdate) -> None:
         if not self._model_told and (update.partial_translation or any(f.text for f in update.frozen)):
             self._model_told = True
-            self.listener.on_message("info", model_note(self.settings.translation.model))
+            self.listener.on_message(MessageLevel.INFO, model_note(self.settings.translation.model))
         now = self._now()
         with self._lock:
             self.stats.on_translation(now, update)
@@ -402,63 +371,28 @@ class CaptionPipeline:
     def _on_journal_problem(self, message: str) -> None:
         """The journal stopped writing (disk full…): tell once; captioning goes on without saving."""
         self._errors.append(message)
-        self.listener.on_message("error", message)
+        self.listener.on_message(MessageLevel.ERROR, message)
 
     def _on_translate_error(self, exc: SottoError) -> None:
         message = f"{exc} Captions continue without translation."
         self._errors.append(message)
         logger.error("translation disabled: %s", exc)
         self._translation_failed = True
-        self.listener.on_message("error", message)
+        self.listener.on_message(MessageLevel.ERROR, message)
 
     # -- summary -----------------------------------------------------------------------------
-    def _journal_header(self) -> dict:
-        translating = self.translation_engine is not None
-        return {
-            "source": " + ".join(s.source.name for s in self.streams),
-            "language": self.settings.asr.language,
-            "target": self.settings.translation.target if translating else None,
-            "asr_model": self.settings.asr.model,
-            "translation_model": self.settings.translation.model if translating else None,
-        }
+    def _source_name(self) -> str:
+        return " + ".join(s.source.name for s in self.streams)
 
     def _summary(self, cpu: float, interrupted: BaseException | None) -> RunSummary:
-        wall = self._now()
-        transcribers = [s.transcriber for s in self.streams]
-        audio = max((t.audio_time for t in transcribers), default=0.0)
-        asr = self.settings.asr
-        translation = None
+        """This run's summary (:func:`.summary.run_summary` from what the loop holds)."""
         st = self._streaming_translator
+        translation = None
         if self.translation_engine is not None and st is not None:
-            translation = TranslationInfo(
-                engine=self.translation_engine.name, model=self.settings.translation.model,
-                target=self.settings.translation.target, calls=st.calls, draft_tokens=st.draft_tokens,
-                accepted_tokens=st.accepted_tokens, output_tokens=st.output_tokens,
-                dropped_partials=self._translation.dropped_partials if self._translation is not None else 0)
-        return RunSummary(
-            sotto_version=__version__,
-            source=" + ".join(s.source.name for s in self.streams),
-            mode="realtime" if self.realtime else "fast",
-            audio_seconds=round(audio, 3),
-            wall_seconds=round(wall, 3),
-            real_time_factor=round(wall / audio, 4) if audio else None,
-            cpu_seconds=round(cpu, 3),
-            cpu_seconds_per_audio_second=round(cpu / audio, 4) if audio else None,
-            stage_seconds=self.stats.stage_seconds(),
-            sentences=len(self.policy.lines),
-            no_speech=not self.policy.lines,
-            asr=ASRInfo(
-                engine=self.asr_engine.name,
-                model=asr.model if asr.engine == "faster-whisper" else f"{asr.drafter}->{asr.verifier}",
-                decodes=sum(t.decodes for t in transcribers),
-                max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3)),
-            translation=translation,
-            normalized_erasure=self.policy.metrics(),
-            mask_k=self.settings.captions.mask_k,
-            mask_mode=self.settings.captions.mask_mode,
-            overflows=sum(s.source.overflows for s in self.streams),
-            errors=list(self._errors),
-            completed=interrupted is None and not self._stop.is_set(),
-            latency_seconds=self.stats.latencies(),
-            fell_behind=self.stats.fell_behind,
-        )
+            dropped = self._translation.dropped_partials if self._translation is not None else 0
+            translation = translation_info(self.translation_engine.name, self.settings, st, dropped)
+        return run_summary(
+            self.settings, realtime=self.realtime, source=self._source_name(), asr_engine=self.asr_engine.name,
+            transcribers=[s.transcriber for s in self.streams], translation=translation, stats=self.stats,
+            policy=self.policy, cpu=cpu, wall=self._now(), overflows=sum(s.source.overflows for s in self.streams),
+            errors=list(self._errors), completed=interrupted is None and not self._stop.is_set())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -25,39 +26,31 @@ from ..audio.sources import AudioSource, is_live, open_streams
 from ..errors import ModelError, SottoError
 from ..models.store import ModelStore
 from ..paths import demo_sample
-from ..settings import Settings
+from ..settings import NEXT_START_KEYS, Settings
 from ..threads import JobThread
 from ..translate.translator import LlamaTranslator
 from ..translate.worker import TranslationWorker
-from .engines import (
-    ASR_ENGINE_KEYS,
-    TRANSLATOR_KEYS,
-    asr_engine_key,
-    create_asr_engine,
-    create_translator,
-    translator_key,
-    translator_knobs,
-)
+from .engines import ASREngineSpec, TranslatorKnobs, TranslatorSpec, create_asr_engine, create_translator
 from .history import CaptionHistory
-from .pipeline import CaptionPipeline, PipelineListener
+from .pipeline import CaptionPipeline, MessageLevel, PipelineListener
 from .summary import RunSummary
 
-IDLE, LOADING, RUNNING, PAUSED, STOPPING = "idle", "loading", "running", "paused", "stopping"
 
-# Settings that need the models reloaded (they apply at the next start); everything else is live.
-_RESTART_KEYS = {
-    "asr": (*ASR_ENGINE_KEYS, "language", "min_chunk_s", "buffer_trim_s", "vad", "vad_threshold",
-            "vad_min_silence_s", "utterance_end_s"),
-    "translation": TRANSLATOR_KEYS,
-    "audio": ("device", "channel", "source"),
-}
+class ServiceState(StrEnum):
+    """Where the service stands (the values are what :meth:`ServiceListener.on_state` is told)."""
+
+    IDLE = "idle"
+    LOADING = "loading"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPING = "stopping"
 
 
 class ServiceListener(PipelineListener, Protocol):
     """What a front end receives (a pipeline listener plus state and status); called on the
     service's threads, never the caller's."""
 
-    def on_state(self, state: str, detail: str) -> None: ...
+    def on_state(self, state: ServiceState, detail: str) -> None: ...
 
     def on_status(self, message: str, fraction: float | None) -> None: ...
 
@@ -71,12 +64,9 @@ class SessionInfo:
 
 
 def restart_needed(old: Settings, new: Settings) -> list[str]:
-    """Keys changed between ``old`` and ``new`` that only apply when captions next start."""
-    changed = []
-    for section, names in _RESTART_KEYS.items():
-        a, b = getattr(old, section), getattr(new, section)
-        changed += [f"{section}.{n}" for n in names if getattr(a, n) != getattr(b, n)]
-    return changed
+    """Keys changed between ``old`` and ``new`` that only apply when captions next start (those
+    :mod:`core.settings` marks so), in alphabetical order."""
+    return sorted(key for key in NEXT_START_KEYS if old.value(key) != new.value(key))
 
 
 def source_spec(settings: Settings) -> tuple[str, bool]:
@@ -103,12 +93,12 @@ class CaptionService:
         self.listener = listener
         self.store = store or ModelStore()
         self.history = history or CaptionHistory()
-        self.state = IDLE
+        self.state = ServiceState.IDLE
         self.asr_engine: ASREngine | None = None
         self.translation_engine: LlamaTranslator | None = None
         self.last_session: SessionInfo | None = None
-        self._asr_key: tuple | None = None
-        self._translator_key: tuple | None = None
+        self._asr_spec: ASREngineSpec | None = None  # what the loaded engines were built from
+        self._translator_spec: TranslatorSpec | None = None
         self._pipeline: CaptionPipeline | None = None
         self._lock = threading.Lock()
         self._idle = threading.Event()
@@ -122,10 +112,10 @@ class CaptionService:
         from settings), or a live source the front end made itself (read in real time; the service
         stops it at the end)."""
         with self._lock:
-            if self.state != IDLE:
+            if self.state != ServiceState.IDLE:
                 return
             self._idle.clear()
-            self._set_state(LOADING, "Preparing models…")
+            self._set_state(ServiceState.LOADING, "Preparing models…")
         self._thread.submit(("start", spec))
 
     def preload(self) -> None:
@@ -135,10 +125,10 @@ class CaptionService:
     def stop(self) -> None:
         """Stop the running session quickly; captions shown so far are kept."""
         with self._lock:
-            if self.state in (IDLE, STOPPING):
+            if self.state in (ServiceState.IDLE, ServiceState.STOPPING):
                 return
             pipeline = self._pipeline  # None while models load: the session stops as soon as it starts
-            self._set_state(STOPPING, "Stopping…")
+            self._set_state(ServiceState.STOPPING, "Stopping…")
         if pipeline is not None:
             pipeline.stop(quick=True)
 
@@ -146,14 +136,15 @@ class CaptionService:
         """Pause (the unfinished line is committed; nothing is captioned) or resume."""
         with self._lock:
             pipeline = self._pipeline
-            if pipeline is None or self.state not in (RUNNING, PAUSED):
+            if pipeline is None or self.state not in (ServiceState.RUNNING, ServiceState.PAUSED):
                 return
             pipeline.pause(paused)
-            self._set_state(PAUSED if paused else RUNNING, "Paused" if paused else "Listening")
+            self._set_state(ServiceState.PAUSED if paused else ServiceState.RUNNING,
+                            "Paused" if paused else "Listening")
 
     def apply_settings(self, settings: Settings) -> list[str]:
-        """Use ``settings`` from now on. β, the translation engine and mask-k apply at once,
-        also mid-session; the keys returned apply when captions next start."""
+        """Use ``settings`` from now on. The live settings (β, the translation engine, mask-k…) apply
+        at once, also mid-session; the keys returned apply when captions next start."""
         with self._lock:
             later = restart_needed(self.settings, settings)
             self.settings = settings
@@ -161,7 +152,7 @@ class CaptionService:
         if pipeline is not None:
             pipeline.apply_settings(settings)
         elif self.translation_engine is not None:
-            self.translation_engine.configure(*translator_knobs(settings))
+            TranslatorKnobs.from_settings(settings).apply_to(self.translation_engine)
         return later if pipeline is not None or self.asr_engine is not None else []
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -199,7 +190,7 @@ class CaptionService:
         return self._pipeline
 
     # -- the ASR thread ------------------------------------------------------------------------
-    def _set_state(self, state: str, detail: str = "") -> None:
+    def _set_state(self, state: ServiceState, detail: str = "") -> None:
         self.state = state
         self.listener.on_state(state, detail)
 
@@ -212,40 +203,41 @@ class CaptionService:
                 self._run_session(arg)
         except SottoError as exc:
             logger.error("%s", exc, exc_info=True)
-            self.listener.on_message("error", str(exc))
+            self.listener.on_message(MessageLevel.ERROR, str(exc))
         except Exception as exc:  # a bug must not kill the service thread
             logger.exception("caption session failed")
-            self.listener.on_message("error", f"Captioning stopped unexpectedly ({type(exc).__name__}: {exc}); "
-                                              "details are in the log file.")
+            self.listener.on_message(MessageLevel.ERROR,
+                                     f"Captioning stopped unexpectedly ({type(exc).__name__}: {exc}); "
+                                     "details are in the log file.")
         finally:
             if kind == "start":
                 with self._lock:
                     self._pipeline = None
-                    self._set_state(IDLE, "")
+                    self._set_state(ServiceState.IDLE, "")
                 self._idle.set()
 
     def _load_engines(self) -> None:
         settings = self.settings
-        asr_key = asr_engine_key(settings)
-        if self.asr_engine is None or asr_key != self._asr_key:
+        asr_spec = ASREngineSpec.from_settings(settings)
+        if self.asr_engine is None or asr_spec != self._asr_spec:
             self._close_asr()
             self.asr_engine = ThreadedEngine(create_asr_engine(settings, self.store, self.listener.on_status))
-            self._asr_key = asr_key
-        tr_key = translator_key(settings)
-        if tr_key != self._translator_key:
+            self._asr_spec = asr_spec
+        tr_spec = TranslatorSpec.from_settings(settings)
+        if tr_spec != self._translator_spec:
             if self.translation_engine is not None:
                 self.translation_engine.close()
                 self.translation_engine = None
-            self._translator_key = None
+            self._translator_spec = None
             try:
                 self.translation_engine = create_translator(settings, self.store, self.listener.on_status)
             except ModelError as exc:  # captions still work: run without translation, try again next start
                 logger.error("translator not loaded: %s", exc, exc_info=True)
-                self.listener.on_message("error", f"{exc} Captions run without translation.")
+                self.listener.on_message(MessageLevel.ERROR, f"{exc} Captions run without translation.")
             else:
-                self._translator_key = tr_key
+                self._translator_spec = tr_spec
         elif self.translation_engine is not None:
-            self.translation_engine.configure(*translator_knobs(settings))
+            TranslatorKnobs.from_settings(settings).apply_to(self.translation_engine)
         self.listener.on_status("Models ready", 1.0)
 
     def _run_session(self, spec: str | AudioSource | None) -> None:
@@ -267,14 +259,14 @@ class CaptionService:
         pipeline = CaptionPipeline(settings, self.asr_engine, self.translation_engine, self.listener, directory,
                                    realtime=True, translation_worker=self._translation_worker)
         with self._lock:
-            stop_requested = self.state == STOPPING
+            stop_requested = self.state == ServiceState.STOPPING
             self._pipeline = pipeline
             if not stop_requested:
                 what = "the microphone" if spec == "mic" or spec.startswith("mic:") else name
-                self._set_state(RUNNING, f"Listening to {what}")
+                self._set_state(ServiceState.RUNNING, f"Listening to {what}")
         if stop_requested:
             pipeline.stop(quick=True)
         summary = pipeline.run_streams(sources)
         self.last_session = SessionInfo(directory, summary)
         if summary.no_speech and summary.completed:
-            self.listener.on_message("info", f"No speech was heard in {name}.")
+            self.listener.on_message(MessageLevel.INFO, f"No speech was heard in {name}.")

@@ -1,18 +1,28 @@
 """What a caption run cost and how it went: latency statistics and the typed run summary.
 
 :class:`RunStats` collects while a run goes (stage times, lag, speech→screen
-latencies); :class:`RunSummary` is the result, written to ``summary.json`` with
-:meth:`RunSummary.to_dict` (like faster-whisper's ``TranscriptionInfo``).
+latencies); :class:`RunSummary` is the result, built by :func:`run_summary` from what
+the run's stages counted and written to ``summary.json`` with :meth:`RunSummary.to_dict`
+(like faster-whisper's ``TranscriptionInfo``). :func:`journal_header` is what a session's
+files say about it before it has a summary.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import __version__
+from ..settings import ASREngineKind, Settings
 from ..stream import StageTimings, TranscriptUpdate, TranslationUpdate
+
+if TYPE_CHECKING:
+    from ..asr.streaming import StreamingTranscriber
+    from ..captions.policy import CaptionPolicy
+    from ..translate.streaming import StreamingTranslator
 
 # Overload: a real-time run whose lag (wall clock minus audio clock at a read) reaches BEHIND_S
 # tells the user once per episode; it has caught up when the lag is back under CAUGHT_UP_S (lower,
@@ -174,3 +184,72 @@ class RunStats:
             return None
         return Latencies(LatencyStats.of(self._lag), LatencyStats.of(self._sentence),
                          LatencyStats.of(self._translation))
+
+
+def journal_header(settings: Settings, source: str, translating: bool) -> dict[str, Any]:
+    """What a session's journal says about it first: the source, the languages and the models."""
+    return {
+        "source": source,
+        "language": settings.asr.language,
+        "target": settings.translation.target if translating else None,
+        "asr_model": settings.asr.model,
+        "translation_model": settings.translation.model if translating else None,
+    }
+
+
+def translation_info(engine: str, settings: Settings, translator: StreamingTranslator,
+                     dropped_partials: int) -> TranslationInfo:
+    """What the translation engine named ``engine`` did in a run, as ``translator`` counted it."""
+    return TranslationInfo(
+        engine=engine, model=settings.translation.model, target=settings.translation.target,
+        calls=translator.calls, draft_tokens=translator.draft_tokens, accepted_tokens=translator.accepted_tokens,
+        output_tokens=translator.output_tokens, dropped_partials=dropped_partials)
+
+
+def run_summary(
+    settings: Settings,
+    *,
+    realtime: bool,
+    source: str,
+    asr_engine: str,
+    transcribers: Sequence[StreamingTranscriber],
+    translation: TranslationInfo | None,
+    stats: RunStats,
+    policy: CaptionPolicy,
+    cpu: float,
+    wall: float,
+    overflows: int,
+    errors: list[str],
+    completed: bool,
+) -> RunSummary:
+    """The summary of a run of ``source`` that took ``wall`` seconds and ``cpu`` CPU seconds: what its
+    transcribers (one per stream), translator, statistics and caption policy counted."""
+    audio = max((t.audio_time for t in transcribers), default=0.0)
+    asr = settings.asr
+    return RunSummary(
+        sotto_version=__version__,
+        source=source,
+        mode="realtime" if realtime else "fast",
+        audio_seconds=round(audio, 3),
+        wall_seconds=round(wall, 3),
+        real_time_factor=round(wall / audio, 4) if audio else None,
+        cpu_seconds=round(cpu, 3),
+        cpu_seconds_per_audio_second=round(cpu / audio, 4) if audio else None,
+        stage_seconds=stats.stage_seconds(),
+        sentences=len(policy.lines),
+        no_speech=not policy.lines,
+        asr=ASRInfo(
+            engine=asr_engine,
+            model=asr.model if asr.engine == ASREngineKind.FASTER_WHISPER else f"{asr.drafter}->{asr.verifier}",
+            decodes=sum(t.decodes for t in transcribers),
+            max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3)),
+        translation=translation,
+        normalized_erasure=policy.metrics(),
+        mask_k=settings.captions.mask_k,
+        mask_mode=settings.captions.mask_mode,
+        overflows=overflows,
+        errors=errors,
+        completed=completed,
+        latency_seconds=stats.latencies(),
+        fell_behind=stats.fell_behind,
+    )

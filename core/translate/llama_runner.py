@@ -71,15 +71,24 @@ _params_lock = threading.Lock()
 # running session keeps translating and only the next start meets the damaged file.
 
 
+REPACK_WEIGHTS = False
+"""True: later loads repack the weights as the stock llama-cpp-python package does (only for
+``bench.translate``'s stock baseline: repacked weights break exact speculative decoding)."""
+
+
 @contextlib.contextmanager
 def _without_weight_repacking():
-    """Load weights without llama.cpp's CPU repacking ("extra buffer types").
+    """Load weights without llama.cpp's CPU repacking ("extra buffer types"), unless
+    :data:`REPACK_WEIGHTS` is set.
 
     Repacked weights take a different kernel for groups of 4 rows than for single
     rows, which would break the batch invariance speculative decoding relies on.
     ``llama_cpp.Llama`` does not expose the flag, so the default model parameters
     are adjusted while the model loads.
     """
+    if REPACK_WEIGHTS:
+        yield
+        return
     import llama_cpp.llama as llama_module
 
     with _params_lock:
@@ -163,7 +172,7 @@ class LlamaRunner:
         self.bos = self.llm.token_bos()
         self.metadata = dict(self.llm.metadata or {})
         self._stops: dict[int, bool] = {}  # is_stop's answers, per token
-        self._words: dict[int, str] = {}  # word_of's answers, per token
+        self._pieces: dict[int, str] = {}  # piece_of's answers, per token
         self.evaluated = 0  # tokens run through the model since load (for metrics)
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
         self.gpu_offload = n_gpu_layers != 0 and self._supports_gpu_offload()
@@ -274,15 +283,21 @@ class LlamaRunner:
         out = np.concatenate(rows, axis=0)
         return out[-1] if logits_from is None else out
 
+    def piece_of(self, token: int) -> str:
+        """The token's text as it is written, leading space included (a byte of a longer character
+        gives "")."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            raw = self.llm._model.token_to_piece(token, special=False)  # a fixed-size buffer, NUL-padded
+            piece = raw.split(b"\0", 1)[0].decode("utf-8", errors="ignore")
+            self._pieces[token] = piece
+        return piece
+
     def word_of(self, token: int) -> str:
         """The token's text, stripped and in lower case, when it holds a letter; "" otherwise
         (punctuation, digits, spaces: a run of those is no loop, "!!!", "1000")."""
-        word = self._words.get(token)
-        if word is None:
-            text = self.llm._model.token_to_piece(token, special=False).decode("utf-8", errors="ignore")
-            word = text.strip().lower() if any(ch.isalpha() for ch in text) else ""
-            self._words[token] = word
-        return word
+        text = self.piece_of(token)
+        return text.strip().lower() if any(ch.isalpha() for ch in text) else ""
 
     def is_stop(self, token: int) -> bool:
         """End of generation: end-of-sequence, end-of-turn, any other control token or a newline.

@@ -6,7 +6,7 @@ from ..text import language_name
 
 # Four short example pairs per target language, for base (non-instruct) models; the last one is
 # quoted speech, which the bundled model otherwise tends to copy untranslated.
-_EXAMPLES_EN = (
+EXAMPLES_EN = (
     "The weather is nice today.",
     "Where is the train station?",
     "I would like to thank everyone who came here tonight.",
@@ -83,7 +83,7 @@ def few_shot_prompt(source: str, source_lang: str, target_lang: str, leave_out: 
     translating, see :func:`echoed_example`)."""
     lines = []
     if source_lang == "en" and target_lang in FEW_SHOT:
-        for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
+        for i, (en, tr) in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
             if i == leave_out:
                 continue
             lines.append(f"[{source_lang}] {en}\n[{target_lang}] {tr}\n")
@@ -98,7 +98,7 @@ def echoed_example(text: str, source: str, source_lang: str, target_lang: str) -
     if source_lang != "en" or target_lang not in FEW_SHOT:
         return None
     said = text.strip()
-    for i, (en, tr) in enumerate(zip(_EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
+    for i, (en, tr) in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
         if said == tr and source.strip() != en:
             return i
     return None

@@ -1,8 +1,13 @@
-"""Greedy autoregressive translation with a local GGUF model (the baseline engine).
+"""The translation engine: a local GGUF model translating one sentence (or sentence prefix) at a time.
 
-Every call translates from scratch: the KV cache is cleared, the prompt is
-evaluated, and tokens are generated greedily until a newline or end of turn.
-This is the reference every faster engine (SSBD) is measured against.
+:class:`LlamaTranslator` decides what to decode: the prompt (:mod:`core.translate.prompting`), a long
+sentence clause by clause with finished pieces remembered (:mod:`core.translate.clauses`), a source too
+long for the context in halves, an example the model gave back translated again without it. The
+decoding itself, plain greedy (AR) or self-speculative biased decoding (SSBD) verifying the previous
+translation as its draft, is :mod:`core.translate.decoding`'s. Each call evaluates the prompt (with
+``reuse_prefix``, only past the part the KV cache already holds) and generates until a stop token, a
+newline or a loop (:mod:`core.translate.loops`). Plain greedy decoding is the reference every faster
+engine is measured against; at β = 0 SSBD gives exactly its tokens.
 """
 
 from __future__ import annotations
@@ -13,15 +18,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
-from ..text import common_prefix_len, joiner
+from ..text import joiner
 from .clauses import PieceMemo, clause_pieces
-from .llama_runner import PROMPT_CHUNK, SMALL_CHUNK, LlamaRunner
-from .prompts import chat_messages, echoed_example, few_shot_prompt, needs_no_translation
+from .decoding import Decoder
+from .llama_runner import LlamaRunner
+from .loops import has_repeated_phrase
+from .prompting import Prompter
+from .prompts import echoed_example, needs_no_translation
 
 
 @dataclass
@@ -45,6 +51,10 @@ class TranslatorOptions:
     #   words both updates share, less the last k of them (the rest is verified at β = 0)
     # few-shot prompts (small base models): a long sentence is translated clause by clause (core.translate.clauses)
     clause_pieces: bool = True
+    # loops (core.translate.loops): a phrase of two or more words said twice is one too; after a loop is cut,
+    # generation goes on from the cut with the token that began it banned there, this many times at most
+    phrase_loops: bool = True
+    loop_restarts: int = 2
 
 
 @dataclass
@@ -61,72 +71,6 @@ class TranslationResult:
     accepted_tokens: int = 0
     reused_tokens: int = 0
     gaps: list[float] = field(default_factory=list)  # top-1 minus top-2 logit of each output token
-
-
-def repetition_span(tokens: list[int], repeats: int = 3, max_span: int = 16) -> int:
-    """Length L of a span the tail repeats ``repeats`` times in a row (0 if none).
-
-    Small models fall into loops under greedy decoding ("你所做的事情，你所做的事情，…");
-    generation stops there. The rule is deterministic, so every engine that uses it
-    still reproduces the same greedy output.
-    """
-    for span in range(1, max_span + 1):
-        need = span * repeats
-        if len(tokens) < need or (span == 1 and len(tokens) < 6):
-            continue
-        tail = tokens[-span:]
-        if all(tokens[-(k + 1) * span:len(tokens) - k * span] == tail for k in range(1, repeats)):
-            if span == 1 and not all(t == tail[0] for t in tokens[-6:]):
-                continue
-            return span
-    return 0
-
-
-def repeated_word(words: list[str], repeats: int = 3) -> bool:
-    """Whether the last ``repeats`` tokens are one word over and over ("so so so", also when the
-    first differs from the others only by its leading space, a different token): ``words`` are the
-    tokens' texts as :meth:`LlamaRunner.word_of` gives them ("" for tokens without a letter, which
-    never count). Found by the translation-quality test: a stuttered source ("so I I'll make …")
-    came out as "so so so so", which the token rule (six equal tokens) let through."""
-    tail = words[-repeats:]
-    return len(tail) == repeats and tail[0] != "" and all(w == tail[0] for w in tail)
-
-
-@dataclass
-class _Step:
-    """What one decoding produced and what it reused."""
-
-    tokens: list[int] = field(default_factory=list)
-    gaps: list[float] = field(default_factory=list)
-    reused: int = 0
-    draft: int = 0
-    accepted: int = 0
-
-
-def _top2_gap(logits: np.ndarray) -> float:
-    """Difference between the two largest logits (small = a near-tie)."""
-    top = np.partition(logits, -2)[-2:]
-    return float(top[1] - top[0])
-
-
-def _accepts(logits: np.ndarray, draft_token: int, beta: float, floor: float = 0.0) -> bool:
-    """True when ``draft_token`` is the argmax of (1-β)·softmax(logits) + β·onehot(draft).
-
-    ``floor``: the bias counts only where the model itself gives the draft token at least this
-    probability (below it the token must be the argmax, as at β = 0).
-    """
-    if beta <= 0.0 or int(np.argmax(logits)) == draft_token:
-        return int(np.argmax(logits)) == draft_token
-    z = logits - logits.max()
-    p = np.exp(z)
-    p /= p.sum()
-    if p[draft_token] < floor:
-        return False
-    if beta >= 1.0:
-        return True
-    p_draft = (1.0 - beta) * p[draft_token] + beta
-    p[draft_token] = -1.0
-    return p_draft >= (1.0 - beta) * p.max()
 
 
 def bias_rules(scope: str) -> dict:
@@ -174,38 +118,27 @@ def bias_span(source: str, draft_source: str | None, draft_len: int, holdback: i
     return round(draft_len * stable / max(len(before), 1))
 
 
-def _resolve_style(runner: LlamaRunner, style: str) -> str:
-    if style != "auto":
-        return style
-    meta = {k: str(v).lower() for k, v in runner.metadata.items()}
-    name = " ".join(meta.get(k, "") for k in ("general.name", "general.finetune", "general.basename"))
-    if "tokenizer.chat_template" in meta and re.search(r"\b(it|instruct|chat)\b|-it\b|instruct", name):
-        return "chat"
-    return "few-shot"
-
-
 class LlamaTranslator:
-    """Greedy re-translation from scratch with llama.cpp; one owner thread."""
+    """Translation with llama.cpp (greedy or SSBD); one owner thread."""
 
     def __init__(self, model_path: str | Path, options: TranslatorOptions | None = None) -> None:
         self.options = options or TranslatorOptions()
         self.runner = LlamaRunner(model_path, self.options.n_ctx, self.options.n_threads, self.options.n_gpu_layers)
-        self.style = _resolve_style(self.runner, self.options.prompt_style)
+        try:
+            self.prompter = Prompter(self.runner, self.options.prompt_style, self.options.source_lang,
+                                     self.options.target_lang)
+        except ModelError:
+            self.runner.close()
+            raise
+        self.decoder = Decoder(self.runner)
         self.name = self._name()
-        self._chat_formatter = None
-        self._yielded = 0.0  # seconds the current translation stood aside for speech
-        self._steps_aside = True  # the current translation is a partial one
         self._pieces = PieceMemo()  # translations of finished clause pieces
-        if self.style == "chat":
-            try:
-                self._chat_formatter = self._make_chat_formatter()
-            except ModelError as exc:
-                if self.options.prompt_style == "chat":  # asked for explicitly: say why it cannot be
-                    self.runner.close()
-                    raise
-                logger.warning("%s Using the few-shot prompt instead.", exc)
-                self.style = "few-shot"
         logger.info("translator %s, prompt style %s", Path(model_path).name, self.style)
+
+    @property
+    def style(self) -> str:
+        """The prompt style in use: ``few-shot`` or ``chat``."""
+        return self.prompter.style
 
     def _name(self) -> str:
         kind = "ar" if self.options.beta is None else f"ssbd(beta={self.options.beta:g})"
@@ -241,51 +174,16 @@ class LlamaTranslator:
         """Allow translations again after :meth:`interrupt`."""
         self.runner.interrupt.clear()
 
-    def _make_chat_formatter(self):
-        """The model's chat template, checked once: it must render a translation request and
-        end it with the start of the model's reply (the generation prompt)."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = self.runner.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise ModelError("This translation model has no chat template; set the prompt style to few-shot.")
-        eos, bos = self.runner.special_token_texts()
-        probe = chat_messages("Good morning.", self.options.source_lang, self.options.target_lang)
-        try:
-            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-            asking = formatter(messages=probe).prompt
-            told = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
-                                       add_generation_prompt=False)(messages=probe).prompt
-        except Exception as exc:  # a template is a program: syntax errors, raise_exception(), missing keys
-            logger.exception("the chat template of %s failed", self.runner.path.name)
-            raise ModelError(
-                "This translation model's chat template could not be used; set the prompt style to few-shot."
-            ) from exc
-        if asking == told:
-            raise ModelError(
-                "This translation model's chat template does not start the model's reply; "
-                "set the prompt style to few-shot."
-            )
-        return formatter
-
     def prompt_text(self, source: str, leave_out: int | None = None) -> str:
         """The full prompt for ``source`` (the translation is generated after it); ``leave_out``: a
         few-shot example to leave out."""
         opts = self.options
-        if self.style == "chat":
-            assert self._chat_formatter is not None
-            result = self._chat_formatter(messages=chat_messages(source, opts.source_lang, opts.target_lang))
-            return result.prompt
-        return few_shot_prompt(source, opts.source_lang, opts.target_lang, leave_out)
+        return self.prompter.text(source, opts.source_lang, opts.target_lang, leave_out)
 
     def prompt_tokens(self, source: str, leave_out: int | None = None) -> list[int]:
         """Tokens of the prompt for ``source`` (with BOS)."""
         text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
-        tokens = self.runner.tokenize(text, add_bos=True)
-        bos = self.runner.bos
-        if len(tokens) > 1 and tokens[0] == bos and tokens[1] == bos:  # chat templates often add BOS themselves
-            tokens = tokens[1:]
-        return tokens
+        return self.prompter.tokens(text)
 
     def translate(self, source: str, draft: list[int] | None = None, final: bool = False,
                   draft_source: str | None = None) -> TranslationResult:
@@ -383,14 +281,11 @@ class LlamaTranslator:
         try:
             with COMPUTE_GATE.held(SPEECH if final else TRANSLATION):
                 t0 = time.perf_counter()  # compute time only, not the waits for the gate
-                self._yielded = 0.0
-                self._steps_aside = not final
-                if self.options.beta is None:
-                    step = self._generate_ar(prompt, max_new)
-                else:
-                    exact = final and not self.options.bias_final  # a finished sentence, read as greedy
-                    step = self._generate_ssbd(prompt, max_new, list(draft or []), 0 if exact else span)
-                seconds = time.perf_counter() - t0 - self._yielded
+                opts = self.options
+                exact = final and not opts.bias_final  # a finished sentence, read as greedy
+                step = self.decoder.decode(prompt, max_new, opts, draft, 0 if exact else span, partial=not final,
+                                           cut_phrases=not has_repeated_phrase(source))
+                seconds = time.perf_counter() - t0 - self.decoder.yielded
         except (ModelError, Interrupted):
             raise
         except Exception as exc:
@@ -401,134 +296,6 @@ class LlamaTranslator:
             source, text, step.tokens, len(prompt), self.runner.evaluated - start_eval, seconds,
             draft_tokens=step.draft, accepted_tokens=step.accepted, reused_tokens=step.reused, gaps=step.gaps,
         )
-
-    # -- decoding ------------------------------------------------------------------------------
-    def _start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
-        """Put ``prompt`` in the cache, reusing the cached common prefix if enabled.
-
-        Returns the logits of the last prompt token and how many prompt tokens
-        were reused. Prompts go in aligned chunks (see ``llama_runner``), so the
-        logits are bit-identical to evaluating the prompt from scratch.
-        """
-        runner = self.runner
-        keep = 0
-        if self.options.reuse_prefix:
-            # re-run at least the last prompt token, for its logits
-            keep = runner.exact_reuse(min(common_prefix_len(runner.tokens, prompt), len(prompt) - 1))
-        runner.truncate(keep)
-        return runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
-
-    def _generate_ar(self, prompt: list[int], max_new: int) -> _Step:
-        """Plain greedy decoding: argmax until a stop token, a newline or a loop."""
-        logits, reused = self._start(prompt)
-        step = _Step(reused=reused)
-        self._greedy(logits, step, max_new)
-        return step
-
-    def _greedy(self, logits: np.ndarray, step: _Step, max_new: int) -> None:
-        """Continue greedily from ``logits`` (the cache holds everything before them)."""
-        while len(step.tokens) < max_new:
-            token = int(np.argmax(logits))
-            if self.runner.is_stop(token) or not self._append(step, token, logits):
-                return
-            if len(step.tokens) < max_new:
-                self._step_aside()
-                logits = self.runner.eval([token])
-
-    def _step_aside(self) -> None:
-        """Between two model calls of a partial translation: let a waiting speech decode run first
-        (the cache stays as is)."""
-        if self._steps_aside:
-            self._yielded += COMPUTE_GATE.yield_to_speech(TRANSLATION)
-
-    def _append(self, step: _Step, token: int, logits: np.ndarray) -> bool:
-        """Add an output token; False when it closed a repetition loop (which is cut off): a span of
-        tokens repeated (:func:`repetition_span`) or one word three times (:func:`repeated_word`)."""
-        step.tokens.append(token)
-        step.gaps.append(_top2_gap(logits))
-        loop = repetition_span(step.tokens)
-        if not loop and repeated_word([self.runner.word_of(t) for t in step.tokens[-3:]]):
-            loop = 1
-        if loop:
-            keep = len(step.tokens) - 2 * loop  # keep the first occurrence only
-            del step.tokens[keep:]
-            del step.gaps[keep:]
-            step.accepted = min(step.accepted, keep)
-            return False
-        return True
-
-    def _generate_ssbd(self, prompt: list[int], max_new: int, draft: list[int], span: int) -> _Step:
-        """Self-speculative biased decoding (SSBD, Algorithm 1).
-
-        The draft is appended to the prompt and verified in batched forward passes
-        with logits for every draft position (one pass per chunk of 7 tokens, which
-        keeps them bit-identical to one-by-one decoding). Position j is accepted while the draft
-        token is the argmax of P' = (1-β)·softmax(logits) + β·onehot(draft_j).
-        At the first disagreement the model's own token is taken (the argmax of
-        P' is then the argmax of P), the KV cache is rolled back to just after the
-        accepted prefix, and plain greedy decoding continues. β = 0 accepts exactly
-        what greedy decoding would produce. Only the first ``span`` draft positions are biased;
-        the rest are verified at β = 0 (accepted only where greedy decoding agrees).
-        """
-        opts = self.options
-        draft = self._usable_draft(draft)
-        if opts.draft_mask_k:
-            draft = draft[: max(0, len(draft) - opts.draft_mask_k)]
-        draft = draft[:max_new]
-        if not draft:
-            return self._generate_ar(prompt, max_new)
-        logits, reused = self._start(prompt)  # predicts draft[0]
-        step = _Step(reused=reused, draft=len(draft))
-        beta, floor = float(opts.beta or 0.0), opts.bias_floor
-        # Verify chunk by chunk (at most SMALL_CHUNK tokens per pass, bit-identical to one-by-one
-        # decoding); a chunk is evaluated only once its first token is accepted, and verification
-        # stops at the first rejection, so no pass is spent on a draft tail already refuted.
-        pos = 0
-        while pos < len(draft):
-            if not _accepts(logits, draft[pos], beta if pos < span else 0.0, floor):
-                break
-            chunk = draft[pos:pos + SMALL_CHUNK]
-            self._step_aside()
-            rows = self.runner.eval(chunk, logits_from=0, chunk=SMALL_CHUNK)  # rows[i] follows chunk[i]
-            rejected = False
-            for i, d in enumerate(chunk):
-                row = logits if i == 0 else rows[i - 1]
-                if i > 0 and not _accepts(row, d, beta if pos + i < span else 0.0, floor):
-                    logits, rejected = row, True
-                    break
-                step.accepted += 1
-                if not self._append(step, d, row):
-                    self.runner.truncate(len(prompt) + len(step.tokens))
-                    return step
-            if rejected:
-                break
-            logits = rows[len(chunk) - 1]
-            pos += len(chunk)
-        next_logits = logits
-        # Roll the cache back to prompt + accepted prefix; what follows is plain greedy.
-        self.runner.truncate(len(prompt) + len(step.tokens))
-        if len(step.tokens) >= max_new:
-            return step
-        token = int(np.argmax(next_logits))
-        if self.runner.is_stop(token) or not self._append(step, token, next_logits):
-            return step
-        if len(step.tokens) < max_new:
-            self._step_aside()
-            self._greedy(self.runner.eval([token]), step, max_new)
-        return step
-
-    def _usable_draft(self, draft: list[int]) -> list[int]:
-        """The draft up to its first stop token (or a token not in the vocabulary).
-
-        Generation ends before a stop token, so an output never holds one; a draft that does
-        (end-of-turn, EOS, a template's control token) ends there rather than being accepted
-        into the output.
-        """
-        runner = self.runner
-        for i, token in enumerate(draft):
-            if not 0 <= token < runner.n_vocab or runner.is_stop(token):
-                return draft[:i]
-        return draft
 
     def _translate_long(self, source: str, t0: float, final: bool = False) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""

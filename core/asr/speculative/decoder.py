@@ -28,7 +28,8 @@ are mapped through text, and the drafter is re-synchronised to the verified text
 after each round. Same-tokenizer pairs skip the mapping.
 
 The code: the three kinds of draft (previous transcript, recycled tail, drafter)
-are :class:`~.drafts.DraftSource` objects in :mod:`.drafts`. The verify loop
+are :class:`~.drafts.DraftSource` objects in :mod:`.drafts` (which knows the models only as
+:class:`~.drafts.DraftModels`, not this decoder); the knobs are :mod:`.options`. The verify loop
 (:meth:`SpeculativeDecoder._verify_loop`) takes the first draft one of them
 offers, verifies it in one pass (:meth:`SpeculativeDecoder._verify`) and tells
 the source which nodes were accepted and what tail was refused.
@@ -41,7 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .drafts import DrafterSource, DraftKind, DraftSource, PreviousTranscript, first_draft
+from .drafts import DrafterSource, DraftKind, DraftModels, DraftSource, PreviousTranscript, first_draft
+from .options import SpeculativeOptions
 from .runtime import DecoderState, WhisperRunner
 from .tree import DraftTree
 
@@ -57,22 +59,6 @@ NEAR_TIES = {"float32": NEAR_TIE, "float16": 0.125, "bfloat16": 0.5}
 def near_tie(runner: WhisperRunner) -> float:
     """The top-2 gap below which ``runner``'s batched and one-token passes may pick different tokens."""
     return NEAR_TIES[runner.dtype_name]
-
-
-@dataclass
-class SpeculativeOptions:
-    """Knobs of :class:`SpeculativeDecoder`."""
-
-    threshold: float = 0.4  # stop drafting at a token the drafter is less sure of than this
-    max_draft: int = 24
-    adaptive: bool = True  # False: always draft max_draft tokens
-    recycle: bool = True  # re-use the rejected draft's tail when the drafter re-joins it
-    reuse_previous: bool = True  # cross-update recycling: the previous transcript is the first draft
-    max_verify: int = 48  # most tokens of a recycled draft verified in one pass
-    sparse_tree: bool = False  # also draft the runner-up at the first unsure position; verify both in one pass
-    branch_draft: int = 8  # most tokens on that branch
-    lazy_drafter: int = 8  # with a previous transcript, tokens the verifier decodes alone before drafting starts
-    max_new_tokens: int = 220
 
 
 @dataclass
@@ -194,7 +180,8 @@ class SpeculativeDecoder:
         stats.verifier_seconds += time.perf_counter() - t0
 
         previous = PreviousTranscript(previous_tokens if opts.reuse_previous else None, opts)
-        drafter = DrafterSource(self, audio, denc, previous_text, language)
+        models = DraftModels(self.drafter, self.verifier, self.same_tokenizer, opts)
+        drafter = DrafterSource(models, audio, denc, previous_text, language)
         limit = min(opts.max_new_tokens, v.max_target_positions - len(prompt) - 1)
         out, gaps = self._verify_loop(state, logits, (previous, drafter.recycled, drafter), limit, stats)
         stats.verifier_passes = state.passes

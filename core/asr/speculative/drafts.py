@@ -16,23 +16,32 @@ source what became of it. There are three sources, asked in this order:
   kept in step with the verified text; it always has a draft.
 
 A source's kind (:class:`DraftKind`) says what :class:`DecodeStats` counts its
-drafts under.
+drafts under. The drafter source reads the two models through :class:`DraftModels`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .runtime import DecoderState, _torch
+from .options import SpeculativeOptions
+from .runtime import DecoderState, WhisperRunner, _torch
 from .tree import DraftTree
 
-if TYPE_CHECKING:
-    from .decoder import SpeculativeDecoder, SpeculativeOptions
+
+@dataclass(frozen=True)
+class DraftModels:
+    """What the drafter source reads of the decoder: the two models, whether they share a
+    tokenizer (then drafts need no mapping through text), and the knobs."""
+
+    drafter: WhisperRunner
+    verifier: WhisperRunner
+    same_tokenizer: bool
+    options: SpeculativeOptions
 
 
 class DraftKind(Enum):
@@ -152,9 +161,9 @@ class DrafterSource(DraftSource):
 
     kind = DraftKind.DRAFTER
 
-    def __init__(self, decoder: SpeculativeDecoder, audio: np.ndarray | None, encoder_output,
+    def __init__(self, models: DraftModels, audio: np.ndarray | None, encoder_output,
                  previous_text: str, language: str | None) -> None:
-        self.decoder = decoder
+        self.models = models
         self.audio = audio
         self.encoder_output = encoder_output
         self.previous_text = previous_text
@@ -162,7 +171,7 @@ class DrafterSource(DraftSource):
         self.state: DecoderState | None = None  # None until the first proposal
         self.prompt_len = 0
         self.logits = None  # predicts the token after state.tokens
-        self.recycled = RecycledTail(self, decoder.options)
+        self.recycled = RecycledTail(self, models.options)
         self.seconds = 0.0  # decoder time: prompt, drafting, re-joining
         self.encoder_seconds = 0.0
 
@@ -199,7 +208,7 @@ class DrafterSource(DraftSource):
 
     # -- the drafter's cache ----------------------------------------------------------------------
     def _start(self) -> None:
-        d = self.decoder.drafter
+        d = self.models.drafter
         t0 = time.perf_counter()
         if self.encoder_output is None:
             if self.audio is None:
@@ -215,10 +224,10 @@ class DrafterSource(DraftSource):
 
     def _target(self, verified: list[int]) -> list[int]:
         """Drafter tokens for the verified verifier tokens."""
-        dec = self.decoder
-        if dec.same_tokenizer:
+        models = self.models
+        if models.same_tokenizer:
             return list(verified)
-        return dec.drafter.encode_text(dec.verifier.decode_text(verified)) if verified else []
+        return models.drafter.encode_text(models.verifier.decode_text(verified)) if verified else []
 
     def sync(self, verified: list[int]) -> None:
         """Make the drafter's cache hold exactly the verified text."""
@@ -241,7 +250,7 @@ class DrafterSource(DraftSource):
 
     def _next(self, first_step: bool) -> tuple[int, float, int]:
         """The drafter's next token, its probability, and the runner-up token."""
-        d = self.decoder.drafter
+        d = self.models.drafter
         torch = _torch()
         row = d.process(self.logits.clone(), first_step=first_step)
         probs = torch.softmax(row, dim=-1)
@@ -253,8 +262,8 @@ class DrafterSource(DraftSource):
         """Draft greedily onto ``tokens`` (and the cache) until the drafter is unsure or ``limit``.
         Returns (ended with end-of-text, (position, runner-up) of the first unsure token when
         ``branch``: drafting then goes on through it, and stops at the next unsure one)."""
-        opts = self.decoder.options
-        eot = self.decoder.drafter.special.eot
+        opts = self.models.options
+        eot = self.models.drafter.special.eot
         fork = None
         while len(tokens) < limit:
             token, confidence, runner_up = self._next(first_step=first_step and not tokens)
@@ -271,9 +280,9 @@ class DrafterSource(DraftSource):
 
     def _to_verifier(self, verified: list[int], verified_text: str, drafted: list[int], ends: bool) -> list[int]:
         """Drafter tokens after the verified text → verifier tokens (through text if needed)."""
-        dec = self.decoder
-        d, v = dec.drafter, dec.verifier
-        if dec.same_tokenizer:
+        models = self.models
+        d, v = models.drafter, models.verifier
+        if models.same_tokenizer:
             draft = list(drafted)
         elif drafted:
             full = v.encode_text(verified_text + d.decode_text(drafted))
@@ -287,13 +296,13 @@ class DrafterSource(DraftSource):
         """Draft from the verified text: adaptive length, mapped to verifier tokens. With the sparse
         tree on, the first unsure position also gets a branch: the drafter's runner-up token,
         continued greedily (the second drafting pass)."""
-        dec, opts = self.decoder, self.decoder.options
-        d, v = dec.drafter, dec.verifier
+        models, opts = self.models, self.models.options
+        d, v = models.drafter, models.verifier
         self.sync(verified)
         start = len(self.state.tokens)
         trunk: list[int] = []
         ends, fork = self._extend(trunk, not verified, opts.max_draft, branch=opts.sparse_tree)
-        text = v.decode_text(verified) if not dec.same_tokenizer else ""
+        text = v.decode_text(verified) if not models.same_tokenizer else ""
         trunk_v = self._to_verifier(verified, text, trunk, ends)
         if fork is None:
             return DraftTree.linear(trunk_v)
@@ -312,12 +321,12 @@ class DrafterSource(DraftSource):
     def _rejoin(self, verified: list[int], rejected: list[int]) -> list[int]:
         self.sync(verified)
         token, _, _ = self._next(first_step=False)
-        dec = self.decoder
-        if not dec.same_tokenizer:
-            text = dec.drafter.decode_text([token]) if token != dec.drafter.special.eot else None
+        models = self.models
+        if not models.same_tokenizer:
+            text = models.drafter.decode_text([token]) if token != models.drafter.special.eot else None
             if text is None:
                 return []
-            mapped = dec.verifier.encode_text(text)
+            mapped = models.verifier.encode_text(text)
             if not mapped:
                 return []
             token = mapped[0]

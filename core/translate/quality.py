@@ -1,0 +1,62 @@
+"""What a reader would call a broken translation, told from its text alone (for benchmarks and tests):
+a phrase said twice in a row, a fragment that drops most of the sentence, a copy left in the source
+language. None of these judges fluency; each flags a failure a user can see at a glance."""
+
+from __future__ import annotations
+
+import re
+
+from ..text import UNSPACED_LANGUAGES
+
+_WORD = re.compile(r"\w+")
+
+# A finished translation shorter than this share of its source (in words, or characters for Chinese
+# and Japanese) has dropped part of the sentence: German and French run about 1.1–1.3 times as many
+# words as English, so half is far below any whole translation of a sentence of five words or more.
+FRAGMENT_SHARE = 0.5
+FRAGMENT_MIN_WORDS = 5
+# A translation most of whose words are the source's own is a copy left in the source language.
+COPY_SHARE = 0.6
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def phrase_loop(text: str, min_words: int = 2) -> str | None:
+    """A run of at least ``min_words`` words repeated straight after itself, or None."""
+    words = _words(text)
+    for n in range(min_words, len(words) // 2 + 1):
+        for i in range(len(words) - 2 * n + 1):
+            if words[i:i + n] == words[i + n:i + 2 * n]:
+                return " ".join(words[i:i + n])
+    return None
+
+
+def _length(text: str, target: str) -> int:
+    if target in UNSPACED_LANGUAGES:
+        return len(re.sub(r"\s|\W", "", text))
+    return len(_words(text))
+
+
+def is_fragment(source: str, translation: str, target: str) -> bool:
+    """A translation of a sentence of :data:`FRAGMENT_MIN_WORDS` or more words that is shorter than
+    :data:`FRAGMENT_SHARE` of it ("more or less closely those of the written character and they
+    followed them very closely." → "mehr oder weniger so weit,"). For Chinese and Japanese, characters
+    are counted against the source's words times 1.5 (a rough rate of an English word in them)."""
+    n = len(_words(source))
+    if n < FRAGMENT_MIN_WORDS:
+        return False
+    scale = 1.5 if target in UNSPACED_LANGUAGES else 1.0
+    return _length(translation, target) < FRAGMENT_SHARE * n * scale
+
+
+def is_copy(source: str, translation: str) -> bool:
+    """A translation at least :data:`COPY_SHARE` of whose words are words of the source (the source
+    left wholly or mostly untranslated); names and numbers alone do not make a copy, as it takes
+    three words or more."""
+    said = set(_words(source))
+    words = _words(translation)
+    if len(words) < 3:
+        return False
+    return sum(w in said for w in words) >= COPY_SHARE * len(words)
