@@ -178,6 +178,9 @@ class OverlaySettings:
     lines: int = _setting(2, LIVE, lo=1, hi=8)  # visual lines per shown language
     font_family: str = _setting("", LIVE)  # empty: the system's sans-serif
     font_size: int = _setting(22, LIVE, lo=8, hi=96)
+    translation_font_size: int = _setting(0, LIVE, lo=0, hi=96)  # 0: the speech's size
+    outline: str = _setting("none", LIVE, choices=("none", "outline", "shadow"))  # readable over bright video
+    reading_mode: bool = _setting(False, LIVE)  # only finished words: speech committed, translations frozen
     text_color: str = _setting("#ffffff", LIVE, **_COLOUR)
     tentative_color: str = _setting("#9fb4c8", LIVE, **_COLOUR)
     translation_color: str = _setting("#ffe9a8", LIVE, **_COLOUR)

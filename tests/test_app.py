@@ -680,3 +680,99 @@ def test_overlay_labels_meeting_captions_and_shows_whom_the_user_chose(qtbot):
     single.resize(900, 300)
     single.show_view(CaptionView([CaptionLine(Sentence(0, "Hello.", 0.0, 1.0), "Hallo.")]))
     assert [line_text(x) for x in single.visible_lines()[0]] == ["Hello."]
+
+
+def _frame():
+    from core.stream import CaptionLine, CaptionView, PartialLine, Sentence
+
+    return CaptionView(
+        [CaptionLine(Sentence(0, "We start at nine.", 0.0, 1.0), "Wir beginnen um neun."),
+         CaptionLine(Sentence(1, "The room is booked.", 1.0, 2.0), None, provisional="Der Raum ist")],
+        [PartialLine("And then", " we go", "Und dann gehen")])
+
+
+def test_reading_mode_shows_only_finished_words_and_is_switched_from_the_overlay(qtbot, app_dirs):
+    """Reading mode: the committed part of the speech and frozen translations only; the unconfirmed
+    words, a provisional translation and the partial line's translation are not painted. The
+    overlay's menu switch reaches the settings (saved) and the overlay."""
+    from app.controllers.app import AppController
+    from app.views.layout import line_text
+    from core.settings import load_settings
+
+    c = AppController(show_windows=False)
+    try:
+        c.overlay.resize(900, 400)
+        assert c.apply_setting("overlay.lines", 6)
+        c.overlay_controller.show_captions(_frame())
+        src, tr = c.overlay.visible_lines()
+        assert [line_text(x) for x in src] == ["We start at nine.", "The room is booked.", "And then we go"]
+        assert [line_text(x) for x in tr] == ["Wir beginnen um neun.", "Der Raum ist", "Und dann gehen"]
+        c.overlay.reading_mode_requested.emit(True)  # the overlay menu's check box
+        assert c.settings.overlay.reading_mode and load_settings().overlay.reading_mode
+        src, tr = c.overlay.visible_lines()
+        assert [line_text(x) for x in src] == ["We start at nine.", "The room is booked.", "And then"]
+        assert [line_text(x) for x in tr] == ["Wir beginnen um neun."]
+        c.overlay.reading_mode_requested.emit(False)
+        assert [line_text(x) for x in c.overlay.visible_lines()[1]][-1] == "Und dann gehen"
+    finally:
+        c.shutdown()
+
+
+def test_ctrl_wheel_sizes_the_text_and_copy_puts_the_last_lines_on_the_clipboard(qtbot, app_dirs):
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QGuiApplication, QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    from app.controllers.app import AppController
+
+    c = AppController(show_windows=False)
+    try:
+        assert c.apply_setting("overlay.font_size", 22) and c.apply_setting("overlay.translation_font_size", 30)
+        height = c.overlay.content_height()
+
+        def wheel(dy: int, modifiers) -> None:
+            event = QWheelEvent(QPointF(50, 20), QPointF(50, 20), QPoint(0, 0), QPoint(0, dy),
+                                Qt.MouseButton.NoButton, modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+            QApplication.sendEvent(c.overlay, event)
+
+        wheel(120, Qt.KeyboardModifier.ControlModifier)
+        wheel(120, Qt.KeyboardModifier.ControlModifier)
+        assert (c.settings.overlay.font_size, c.settings.overlay.translation_font_size) == (24, 32)
+        assert c.overlay.content_height() > height
+        wheel(-120, Qt.KeyboardModifier.ControlModifier)
+        wheel(-120, Qt.KeyboardModifier.NoModifier)  # a plain wheel changes nothing
+        assert c.settings.overlay.font_size == 23
+        for _ in range(200):  # never past the setting's range
+            wheel(120, Qt.KeyboardModifier.ControlModifier)
+        assert c.settings.overlay.font_size == 96
+
+        assert c.overlay_controller.copy_last_lines() == ""  # nothing to copy yet: the clipboard is left alone
+        c.overlay_controller.show_captions(_frame())
+        c.overlay.copy_requested.emit()
+        assert QGuiApplication.clipboard().text() == (
+            "We start at nine.\nWir beginnen um neun.\nThe room is booked.")
+    finally:
+        c.shutdown()
+
+
+def test_outline_and_shadow_draw_dark_edges_that_keep_text_readable_on_white(qtbot):
+    """On a white background with white text, plain text is invisible; an outline or a shadow paints
+    dark pixels around the letters (counted in a grab of the overlay)."""
+    from PySide6.QtGui import QColor
+
+    from app.views.overlay import CaptionOverlay
+    from core.settings import OverlaySettings
+
+    dark = {}
+    for style in ("none", "outline", "shadow"):
+        look = OverlaySettings(outline=style, background_color="#ffffff", opacity=1.0, text_color="#ffffff",
+                               translation_color="#ffffff", font_size=28)
+        overlay = CaptionOverlay(look, "en", "de")
+        qtbot.addWidget(overlay)
+        overlay.resize(700, 200)
+        overlay.show_view(_frame())
+        image = overlay.grab().toImage()
+        dark[style] = sum(1 for x in range(20, 680, 2) for y in range(16, 190, 2)
+                          if QColor(image.pixel(x, y)).lightness() < 90)
+    assert dark["none"] == 0, dark
+    assert dark["outline"] > 200 and dark["shadow"] > 200, dark

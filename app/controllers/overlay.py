@@ -1,7 +1,8 @@
 """Drives the caption overlay: puts it back where it was (on a screen that is still there),
 remembers where the user moves or resizes it, shows and hides it, switches click-through,
 follows style and language changes, and says what is going on while there are no captions
-(the placeholder text).
+(the placeholder text). From the overlay itself: reading mode on and off, Ctrl+wheel for the text
+size, and "Copy the last lines" to the clipboard.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from PySide6.QtCore import QObject, QRect, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 
 from core import logger
+from core.captions.subtitles import last_lines_text
 from core.errors import SottoError
 from core.session.service import CaptionService, ServiceState
-from core.settings import Settings
+from core.settings import Settings, value_range
 from core.stream import CaptionView
 
 from ..views.overlay import CaptionOverlay
@@ -47,6 +49,10 @@ class OverlayController(QObject):
         self.view.geometry_changed.connect(self._geometry_timer.start)
         self.view.hide_requested.connect(lambda: self.set_visible(False))
         self.view.click_through_requested.connect(self.set_click_through)
+        self.view.reading_mode_requested.connect(lambda on: self._settings.apply("overlay.reading_mode", on))
+        self.view.text_size_step.connect(self.step_text_size)
+        self.view.copy_requested.connect(self.copy_last_lines)
+        self._last_view: CaptionView | None = None
         settings.applied.connect(self._on_applied)
         self.restore_geometry()
 
@@ -82,7 +88,29 @@ class OverlayController(QObject):
 
     def show_captions(self, view: CaptionView) -> None:
         """A new caption frame from the service."""
+        self._last_view = view
         self.view.show_view(view)
+
+    def step_text_size(self, step: int) -> None:
+        """Ctrl+wheel on the overlay: the speech's text one point larger or smaller, and the translation's
+        with it when it has a size of its own (kept within the settings' range)."""
+        ov = self._settings.settings.overlay
+        low, high = value_range("overlay.font_size")
+        size = int(min(high, max(low, ov.font_size + step)))
+        if size != ov.font_size:
+            self._settings.apply("overlay.font_size", size)
+        if ov.translation_font_size:
+            self._settings.apply("overlay.translation_font_size",
+                                 int(min(high, max(low, ov.translation_font_size + step))))
+
+    def copy_last_lines(self) -> str:
+        """Put the finished lines the overlay shows (speech, and translation under each) on the
+        clipboard; returns the text copied ("" when there is none yet)."""
+        view = self._last_view
+        text = last_lines_text(view.lines if view is not None else [], max(1, self._settings.settings.overlay.lines))
+        if text:
+            QGuiApplication.clipboard().setText(text)
+        return text
 
     def show_state(self, state: str) -> None:
         """The placeholder for the service state (shown while there are no captions)."""

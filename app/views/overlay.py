@@ -8,6 +8,11 @@ unconfirmed tail of the unfinished line (and the partial translation) is drawn
 in the tentative colour and italic. Lines are wrapped greedily (see
 :mod:`app.views.layout`), so an update never reflows committed lines.
 
+In reading mode (``overlay.reading_mode``) only finished words are shown: the committed part
+of the speech and the frozen translations, never a word that may still change. The translation
+may have a size of its own (``overlay.translation_font_size``), and the text an outline or a
+shadow (``overlay.outline``) so it stays readable over bright video and in screen recordings.
+
 Everything painted is recorded (:attr:`CaptionOverlay.painted`) and fed to
 normalized-erasure meters, so the flicker users actually see can be measured.
 """
@@ -15,7 +20,7 @@ normalized-erasure meters, so the flicker users actually see can be measured.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPainterPath
+from PySide6.QtGui import QAction, QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPainterPath, QPen, QWheelEvent
 from PySide6.QtWidgets import QMenu, QSizeGrip, QWidget
 
 from core.captions.metrics import ErasureMeter
@@ -40,6 +45,9 @@ class CaptionOverlay(QWidget):
     hide_requested = Signal()
     click_through_requested = Signal(bool)
     settings_requested = Signal()
+    reading_mode_requested = Signal(bool)
+    copy_requested = Signal()  # "Copy the last lines"
+    text_size_step = Signal(int)  # Ctrl+wheel: +1 larger, -1 smaller
 
     def __init__(self, settings: OverlaySettings, source_lang: str = "en", target_lang: str | None = None) -> None:
         super().__init__(None)
@@ -81,6 +89,12 @@ class CaptionOverlay(QWidget):
         self._tentative_font.setItalic(True)
         self._metrics = QFontMetricsF(font)
         self._tentative_metrics = QFontMetricsF(self._tentative_font)
+        self._tr_font = QFont(font)
+        self._tr_font.setPointSize(settings.translation_font_size or settings.font_size)
+        self._tr_tentative_font = QFont(self._tr_font)
+        self._tr_tentative_font.setItalic(True)
+        self._tr_metrics = QFontMetricsF(self._tr_font)
+        self._tr_tentative_metrics = QFontMetricsF(self._tr_tentative_font)
         self.resize(self.width(), max(self.height(), self.content_height()))
         self.update()
 
@@ -100,9 +114,9 @@ class CaptionOverlay(QWidget):
 
     def content_height(self) -> int:
         """The height that fits the configured number of lines for the shown tracks."""
-        tracks = 2 if self.look.show == "both" else 1
-        line = self._metrics.lineSpacing()
-        return int(2 * PADDING + tracks * self.look.lines * line + (tracks - 1) * TRACK_GAP) + 1
+        spacings = {"source": [self._metrics.lineSpacing()], "translation": [self._tr_metrics.lineSpacing()],
+                    "both": [self._metrics.lineSpacing(), self._tr_metrics.lineSpacing()]}[self.look.show]
+        return int(2 * PADDING + sum(self.look.lines * s for s in spacings) + (len(spacings) - 1) * TRACK_GAP) + 1
 
     def set_click_through(self, enabled: bool) -> None:
         """Let the mouse pass through to the window below (and back)."""
@@ -158,7 +172,8 @@ class CaptionOverlay(QWidget):
         paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
                       for line in self._lines(view)]
         for p in self._partials(view):
-            partial = [(p.committed.strip(), COMMITTED), (p.shown_tentative.strip(), TENTATIVE)]
+            tentative = "" if self.look.reading_mode else p.shown_tentative.strip()
+            partial = [(p.committed.strip(), COMMITTED), (tentative, TENTATIVE)]
             if any(text for text, _ in partial):
                 paragraphs.append([(_label(p.speaker).rstrip(), COMMITTED), *partial] if p.speaker else partial)
         return paragraphs
@@ -167,6 +182,9 @@ class CaptionOverlay(QWidget):
         view = self._view
         if view is None:
             return []
+        if self.look.reading_mode:  # frozen translations only
+            return [[(_label(line.sentence.speaker) + line.translation.strip(), COMMITTED)]
+                    for line in self._lines(view) if line.translation]
         paragraphs = [[(_label(line.sentence.speaker) + (line.translation or line.provisional or "…").strip(),
                         COMMITTED if line.translation else TENTATIVE)] for line in self._lines(view)]
         for p in self._partials(view):
@@ -184,14 +202,19 @@ class CaptionOverlay(QWidget):
     def _partials(self, view: CaptionView) -> list:
         return [p for p in view.partials if self._shown(p.speaker)]
 
-    def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float) -> list[VisualLine]:
+    def _wrap(self, paragraphs: list[list[tuple[str, str]]], width: float, translation: bool = False
+              ) -> list[VisualLine]:
+        measure = self._measure_translation if translation else self._measure
         lines: list[VisualLine] = []
         for parts in paragraphs:
-            lines += wrap_paragraph(parts, width, self._measure)
+            lines += wrap_paragraph(parts, width, measure)
         return lines
 
     def _measure(self, text: str, style: str) -> float:
         return (self._tentative_metrics if style == TENTATIVE else self._metrics).horizontalAdvance(text)
+
+    def _measure_translation(self, text: str, style: str) -> float:
+        return (self._tr_tentative_metrics if style == TENTATIVE else self._tr_metrics).horizontalAdvance(text)
 
     def visible_lines(self) -> tuple[list[VisualLine], list[VisualLine]]:
         """The visual lines shown now: (source track, translation track), last ``lines`` of each."""
@@ -200,7 +223,7 @@ class CaptionOverlay(QWidget):
         show = self.look.show
         src = self._wrap(self._source_parts(), width)[-n:] if show in ("both", "source") else []
         has_translation = self._target_lang is not None
-        tr = (self._wrap(self._translation_parts(), width)[-n:]
+        tr = (self._wrap(self._translation_parts(), width, translation=True)[-n:]
               if show in ("both", "translation") and has_translation else [])
         return src, tr
 
@@ -223,27 +246,49 @@ class CaptionOverlay(QWidget):
         painter.fillPath(path, bg)
         src, tr = self.visible_lines()
         y = float(PADDING)
-        spacing = self._metrics.lineSpacing()
         if not src and not tr:
             painter.setFont(self._tentative_font)
             painter.setPen(QColor(self.look.tentative_color))
             painter.drawText(QRect(PADDING, PADDING, self.width() - 2 * PADDING, self.height() - 2 * PADDING),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap,
                              self._placeholder)
-        for lines, colour in ((src, self.look.text_color), (tr, self.look.translation_color)):
+        tracks = ((src, self.look.text_color, (self._font, self._metrics),
+                   (self._tentative_font, self._tentative_metrics)),
+                  (tr, self.look.translation_color, (self._tr_font, self._tr_metrics),
+                   (self._tr_tentative_font, self._tr_tentative_metrics)))
+        for lines, colour, solid, tentative_style in tracks:
+            ascent, spacing = solid[1].ascent(), solid[1].lineSpacing()
             for line in lines:
                 x = float(PADDING)
                 for run in line:
-                    tentative = run.style == TENTATIVE
-                    painter.setFont(self._tentative_font if tentative else self._font)
-                    painter.setPen(QColor(self.look.tentative_color if tentative else colour))
-                    painter.drawText(int(x), int(y + self._metrics.ascent()), run.text)
-                    x += (self._tentative_metrics if tentative else self._metrics).horizontalAdvance(run.text)
+                    font, metrics = tentative_style if run.style == TENTATIVE else solid
+                    pen = QColor(self.look.tentative_color if run.style == TENTATIVE else colour)
+                    self._draw_text(painter, x, y + ascent, run.text, font, pen)
+                    x += metrics.horizontalAdvance(run.text)
                 y += spacing
             if lines:
                 y += TRACK_GAP
         painter.end()
         self._record(src, tr)
+
+    def _draw_text(self, painter: QPainter, x: float, baseline: float, text: str, font: QFont, colour: QColor) -> None:
+        """``text`` at (x, baseline), plain, with a dark outline, or with a drop shadow."""
+        style = self.look.outline
+        if style == "outline":
+            path = QPainterPath()
+            path.addText(x, baseline, font, text)
+            painter.strokePath(path, QPen(QColor(0, 0, 0, 230), max(2.0, font.pointSizeF() / 7),
+                                          Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap,
+                                          Qt.PenJoinStyle.RoundJoin))
+            painter.fillPath(path, colour)
+            return
+        painter.setFont(font)
+        if style == "shadow":
+            offset = max(1.5, font.pointSizeF() / 12)
+            painter.setPen(QColor(0, 0, 0, 200))
+            painter.drawText(int(x + offset), int(baseline + offset), text)
+        painter.setPen(colour)
+        painter.drawText(int(x), int(baseline), text)
 
     def _record(self, src: list[VisualLine], tr: list[VisualLine]) -> None:
         shown = ("\n".join(line_text(x) for x in src), "\n".join(line_text(x) for x in tr))
@@ -298,12 +343,26 @@ class CaptionOverlay(QWidget):
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         self._drag_offset = None
 
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
+        """Ctrl+wheel: larger or smaller text (the controller changes the setting)."""
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier and event.angleDelta().y():
+            self.text_size_step.emit(1 if event.angleDelta().y() > 0 else -1)
+            event.accept()
+            return
+        super().wheelEvent(event)
+
     def contextMenuEvent(self, event) -> None:  # noqa: N802
         menu = QMenu(self)
         through = QAction("Click-through (mouse passes to the window below)", menu)
         through.setCheckable(True)
         through.triggered.connect(lambda on: QTimer.singleShot(0, lambda: self.click_through_requested.emit(on)))
         menu.addAction(through)
+        reading = QAction("Reading mode (only finished words)", menu)
+        reading.setCheckable(True)
+        reading.setChecked(self.look.reading_mode)
+        reading.triggered.connect(self.reading_mode_requested.emit)
+        menu.addAction(reading)
+        menu.addAction("Copy the last lines", self.copy_requested.emit)
         menu.addAction("Settings…", self.settings_requested.emit)
         menu.addAction("Hide captions", self.hide_requested.emit)
         menu.exec(event.globalPos())

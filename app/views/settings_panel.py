@@ -387,6 +387,14 @@ class SettingsPanel(QDialog):
         self.font_size = QSpinBox()
         self.font_size.setRange(*_ints(value_range("overlay.font_size")))
         form.addRow("Font size", self.font_size)
+        self.translation_font_size = QSpinBox()
+        self.translation_font_size.setRange(*_ints(value_range("overlay.translation_font_size")))
+        self.translation_font_size.setSpecialValueText("same as speech")
+        form.addRow("Translation font size", self.translation_font_size)
+        self.outline = _combo([("none", "None"), ("outline", "Dark outline"), ("shadow", "Drop shadow")])
+        form.addRow("Text outline (for bright video)", self.outline)
+        self.reading_mode = QCheckBox("Reading mode: show only finished words (calmer, a second or so later)")
+        form.addRow("", self.reading_mode)
         self.colours: dict[str, QPushButton] = {}
         for key, label in (("text_color", "Text"), ("tentative_color", "Unconfirmed words"),
                            ("translation_color", "Translation"), ("background_color", "Background")):
@@ -405,6 +413,11 @@ class SettingsPanel(QDialog):
         self.lines.valueChanged.connect(lambda v: self.change_requested.emit("overlay.lines", v))
         self.font.currentFontChanged.connect(lambda f: self.change_requested.emit("overlay.font_family", f.family()))
         self.font_size.valueChanged.connect(lambda v: self.change_requested.emit("overlay.font_size", v))
+        self.translation_font_size.valueChanged.connect(
+            lambda v: self.change_requested.emit("overlay.translation_font_size", v))
+        self.outline.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("overlay.outline", self.outline.currentData()))
+        self.reading_mode.toggled.connect(lambda on: self.change_requested.emit("overlay.reading_mode", on))
         self.opacity.valueChanged.connect(lambda v: self.change_requested.emit("overlay.opacity", v / 100))
         return w
 
@@ -504,6 +517,9 @@ class SettingsPanel(QDialog):
             if ov.font_family:
                 self.font.setCurrentFont(ov.font_family)
             self.font_size.setValue(ov.font_size)
+            self.translation_font_size.setValue(ov.translation_font_size)
+            _select(self.outline, ov.outline)
+            self.reading_mode.setChecked(ov.reading_mode)
             for key, button in self.colours.items():
                 value = getattr(ov, key)
                 button.setProperty("colour", value)

@@ -41,6 +41,19 @@ def to_vtt(cues: list[tuple[float, float, str]]) -> str:
     return "\n".join(blocks)
 
 
+def last_lines_text(lines, count: int) -> str:
+    """The last ``count`` finished caption lines as plain text (``CaptionLine``: each sentence, with
+    its translation under it when it has one), for the clipboard."""
+    out = []
+    for line in list(lines)[-count:] if count > 0 else []:
+        speaker = line.sentence.speaker
+        label = f"{speaker.capitalize()}: " if speaker else ""
+        out.append(label + line.sentence.text.strip())
+        if line.translation:
+            out.append(label + line.translation.strip())
+    return "\n".join(out)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write a file so a crash (even ``kill -9``) never leaves it half-written (see
     :func:`core.paths.write_atomic`). Text that UTF-8 cannot hold (a file name that is not valid
