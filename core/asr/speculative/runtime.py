@@ -98,10 +98,11 @@ class WhisperRunner:
         self.model.to(device=self.device, dtype=self.dtype)
         if self.device.type == "cuda":
             # cuDNN's SDPA kernel pays a large one-off cost for every new attention shape, and
-            # speculative passes keep making new ones (draft and cache lengths vary): measured for
-            # issue #13 on an H100, fp16 streaming spec+prev fell to 1.20× of greedy (a clip's first
-            # run 2.9 s against 0.46 s later); with cuDNN SDPA off (flash / memory-efficient / math
-            # kernels instead) 2.82×, still lossless. Process-wide, as torch.backends settings are.
+            # speculative passes keep making new ones (draft and cache lengths vary): issue #13 reports,
+            # from an H100 running the code before this dtype work, fp16 streaming spec+prev at 1.20× of
+            # greedy (a clip's first run 2.9 s against 0.46 s later) and, with cuDNN SDPA off (flash /
+            # memory-efficient / math kernels instead), 2.82×, still lossless. This code has not run
+            # on a GPU yet. Process-wide, as torch.backends settings are.
             torch.backends.cuda.enable_cudnn_sdp(False)
         self.quantized = quantize and self.device.type == "cpu" and self.dtype == torch.float32
         if self.quantized:
