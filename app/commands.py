@@ -19,7 +19,8 @@ def _print_advice(advice) -> None:
         print(f"  Get it with `sotto models get {advice.model}`, then `sotto settings set translation.model "
               f"{advice.model}` (or choose it in Settings › Models).")
     if not advice.measured:
-        print("  (Speeds estimated from the core count; `sotto models advise` measures them.)")
+        print("  (Speeds estimated from the core count; `sotto models advise` times the bundled model, and scales "
+              "that by size for the others.)")
 
 
 def models(args: argparse.Namespace) -> int:

@@ -58,6 +58,8 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     # the larger model alone, as the app runs a model (int8, the encoder rule, one pass): what a
     # verifier costs and hears when it decodes every update
     "faster-whisper base + translation": {"asr.engine": "faster-whisper", "asr.model": "whisper-base"},
+    # tiny.en streams, base decodes each finished line again and its words are committed (core.asr.verified)
+    "tiny.en verified by base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": True},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {
         "asr.engine": "faster-whisper",

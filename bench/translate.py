@@ -479,16 +479,17 @@ def markdown(result: dict, lang: dict, command: str) -> str:
               f"Scopes: the app's default is read from `core.settings.Settings()`: {default}; "
               "`paper` = β on every draft token of every update, the finished sentence's too. Speedup = seconds of AR "
               "from scratch / seconds (× AR+reuse: against greedy AR with the same KV-prefix reuse); TPS ratio = "
-              "output tokens per second / AR's (the SSBD paper's measure)"
+              "output tokens per second / AR's (the SSBD paper's measure); tokens evaluated = tokens run through the "
+              "model, prompts included (machine-independent, unlike the seconds)"
               + ("" if lang.get("quick") else f". Tables 3–4 (paper scope) on the first {lang['side_sentences']} "
                  "sentences, with KV-prefix reuse, against AR with KV-prefix reuse")
               + ". The runtime is llama-cpp-python built with llamafile off, prompts fed in aligned 16-token chunks "
               "and drafts verified in calls of at most 7 tokens, for every configuration alike; β = 0 is identical to "
               "this build's greedy decoding where the check at model load passes (a 4-token call against one-token "
               f"decoding; {check}).", "",
-              "| configuration | chrF | BLEU | NE | NE shown (mask-k) | A/D | A/O | TPS | seconds | speedup "
-              "| × AR+reuse | TPS ratio |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| configuration | chrF | BLEU | NE | NE shown (mask-k) | A/D | A/O | TPS | tokens evaluated | seconds "
+              "| speedup | × AR+reuse | TPS ratio |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in lang["table2"]:
         k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0)
         shown = f"{r['ne_display']:.3f} (mask-{k})" if k else "–"
@@ -499,7 +500,8 @@ def markdown(result: dict, lang: dict, command: str) -> str:
             vs_kv += " (pairs: " + ", ".join(f"{x}×" for x in r["speedup_vs_ar_kv_pairs"]) + ")"
         name = f"**{r['config']}**" if r["config"].startswith("App default") else r["config"]
         lines.append(f"| {name} | {r['chrf']} | {r['bleu']} | {r['ne']:.3f} | {shown} | {ad} | "
-                     f"{r['a_o']:.3f} | {r['tps']} | {r['seconds']}{spread} | {r['speedup']}× | "
+                     f"{r['a_o']:.3f} | {r['tps']} | {r.get('evaluated_tokens', '–')} | {r['seconds']}{spread} | "
+                     f"{r['speedup']}× | "
                      f"{vs_kv} | {r.get('tps_ratio', '–')} |")
     if all("fragments" in r for r in lang["table2"]):
         counts = "; ".join(f"{r['config']}: {r['phrase_loops']} / {r['fragments']} / {r['copies']}"

@@ -34,7 +34,7 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``translation.bias_scope`` and retunes ``translation.n_gpu_layers`` to -1 (every layer on a GPU
 # where there is one; the CPU is unchanged). Keys added since without a version bump (a new key
 # with its default reads an old file unchanged): ``asr.encoder_seconds``,
-# ``asr.speculative_encoder_seconds``, ``translation.partial_share``. Older files load
+# ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
@@ -104,6 +104,9 @@ class ASRSettings:
     model: str = _setting("whisper-tiny.en", NEXT_START)  # the faster-whisper engine's model
     drafter: str = _setting("whisper-tiny.en", NEXT_START)  # speculative engine: proposes tokens
     verifier: str = _setting("whisper-base", NEXT_START)  # speculative engine: its greedy output is the transcript
+    # faster-whisper engine: each finished line decoded again by ``verifier`` (core.asr.verified): base's
+    # accuracy in the committed lines (reading WER 8.4% -> 6.3%), about a second later and more CPU
+    verify_lines: bool = _setting(False, NEXT_START)
     draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
     max_draft: int = _setting(24, NEXT_START, lo=1, hi=64)
     # also verify the drafter's runner-up at its first unsure token (same pass)
@@ -195,6 +198,28 @@ class OverlaySettings:
     screen: str = _setting("", LIVE)  # the screen the overlay was last on (by name)
 
 
+# A key combination in Qt's portable key-sequence text (QKeySequence.PortableText): modifiers, then one
+# key. Plain keys are refused (a global binding would take that key from every program); F-keys alone
+# are allowed. Core parses no Qt: this is the subset of Qt's syntax a global hotkey can be.
+_HOTKEY_KEY = (r"(F([1-9]|[12][0-9]|3[0-5])|Space|Esc|Tab|Backspace|Return|Enter|Ins|Del|Pause|Print|Home|End"
+               r"|Left|Up|Right|Down|PgUp|PgDown|Menu|[A-Z0-9]|[!-/:-@\[-`{-~])")
+_HOTKEY = {"pattern": re.compile(rf"^(|((Ctrl|Shift|Alt|Meta)\+)+{_HOTKEY_KEY}|F([1-9]|[12][0-9]|3[0-5]))$",
+                                 re.IGNORECASE),
+           "pattern_doc": "a key combination such as Ctrl+Shift+S (modifiers and one key, or an F-key alone), "
+                          "or empty for none"}
+
+
+@dataclass
+class HotkeySettings:
+    """Global hotkeys of the desktop app, in Qt's portable key-sequence text ("" = off; all at once: the
+    hotkeys controller binds them again)."""
+
+    start: str = _setting("Ctrl+Shift+S", LIVE, **_HOTKEY)  # start or stop captions
+    pause: str = _setting("Ctrl+Shift+P", LIVE, **_HOTKEY)  # pause or resume
+    overlay: str = _setting("Ctrl+Shift+O", LIVE, **_HOTKEY)  # show or hide the captions
+    click_through: str = _setting("Ctrl+Shift+T", LIVE, **_HOTKEY)  # click-through on or off
+
+
 @dataclass
 class Settings:
     """All user settings. ``version`` is bumped when the layout changes."""
@@ -205,6 +230,7 @@ class Settings:
     translation: TranslationSettings = field(default_factory=TranslationSettings)
     captions: CaptionSettings = field(default_factory=CaptionSettings)
     overlay: OverlaySettings = field(default_factory=OverlaySettings)
+    hotkeys: HotkeySettings = field(default_factory=HotkeySettings)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for TOML."""
@@ -238,7 +264,7 @@ class Settings:
         return getattr(getattr(self, section), name)
 
 
-_SECTIONS = ("audio", "asr", "translation", "captions", "overlay")
+_SECTIONS = ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
 
 
 def _field(key: str) -> dataclasses.Field:

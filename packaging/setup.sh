@@ -15,7 +15,7 @@ pkgs=(libportaudio2 libasound2-plugins libpulse0 libegl1 libgl1 libopengl0 libxk
       libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0
       libxcb-image0 libxcb-xkb1 libfontconfig1 libdbus-1-3 libglib2.0-0 fonts-dejavu-core)
 command -v cc >/dev/null && command -v cmake >/dev/null || pkgs+=(build-essential cmake)
-[ "$MODE" = test ] && pkgs+=(pulseaudio pulseaudio-utils strace)
+[ "$MODE" = test ] && pkgs+=(pulseaudio pulseaudio-utils strace xvfb openbox xdotool x11-utils wmctrl)
 if command -v dpkg-query >/dev/null; then
   missing=()
   for p in "${pkgs[@]}"; do

@@ -140,12 +140,30 @@ def test_every_setting_says_when_it_applies():
 
     from core.settings import LIVE_KEYS, NEXT_START_KEYS, Applies, applies
 
-    keys = [f"{section}.{f.name}" for section in ("audio", "asr", "translation", "captions", "overlay")
+    keys = [f"{section}.{f.name}" for section in ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
             for f in dataclasses.fields(getattr(Settings(), section))]
     assert all(isinstance(applies(key), Applies) for key in keys)
     assert sorted(NEXT_START_KEYS + LIVE_KEYS) == sorted(keys)
     assert "asr.clause_min_words" in NEXT_START_KEYS and "asr.max_line_words" in NEXT_START_KEYS
     assert "translation.beta" in LIVE_KEYS and "captions.mask_k" in LIVE_KEYS
+
+
+def test_hotkeys_are_key_combinations_applied_live_and_refused_by_name(tmp_path: Path):
+    from core.settings import LIVE, applies
+
+    s = Settings()
+    assert (s.hotkeys.start, s.hotkeys.pause, s.hotkeys.overlay, s.hotkeys.click_through) == (
+        "Ctrl+Shift+S", "Ctrl+Shift+P", "Ctrl+Shift+O", "Ctrl+Shift+T")
+    assert all(applies(f"hotkeys.{name}") is LIVE for name in ("start", "pause", "overlay", "click_through"))
+    for good in ("Ctrl+Alt+K", "Meta+F5", "F9", "Ctrl+,", "ctrl+shift+pgup", ""):
+        assert s.with_value("hotkeys.overlay", good).hotkeys.overlay == good
+    for bad in ("Ctrl+Bogus", "S", "Shift", "Ctrl+Shift+S, Ctrl+A", "Ctrl+"):
+        with pytest.raises(SettingsError) as refused:
+            s.with_value("hotkeys.overlay", bad)
+        assert str(refused.value) == (f"hotkeys.overlay must be a key combination such as Ctrl+Shift+S (modifiers "
+                                      f"and one key, or an F-key alone), or empty for none (got {bad!r}).")
+    path = save_settings(s.with_value("hotkeys.start", ""), tmp_path / "settings.toml")
+    assert load_settings(path).hotkeys.start == ""  # off, kept
 
 
 def test_settings_read_at_session_start_are_marked_next_start():

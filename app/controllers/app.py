@@ -2,10 +2,10 @@
 
 :class:`AppController` is the composition root of one app run: it loads the settings,
 makes the caption service, the windows' controllers (:mod:`.overlay`, :mod:`.settings`,
-:mod:`.history`) and the control window with its tray icon, and wires them. It turns what
-the service reports (captions, progress, messages, state) into what the windows show, and
-does what the control window's buttons, shortcuts and tray menu ask: start, stop, pause,
-show or hide the overlay, open a window, quit.
+:mod:`.history`), the global hotkeys (:mod:`.hotkeys`) and the control window with its tray
+icon, and wires them. It turns what the service reports (captions, progress, messages, state)
+into what the windows show, and does what the control window's buttons, shortcuts, tray menu
+and global hotkeys ask: start, stop, pause, show or hide the overlay, open a window, quit.
 
 The caption service does the work on its own threads; the UI thread only ever waits for
 signals.
@@ -34,6 +34,7 @@ from ..views.settings_panel import SettingsPanel
 from .bridge import ServiceBridge
 from .downloads import ModelDownloads
 from .history import HistoryController
+from .hotkeys import HotkeyController
 from .overlay import OverlayController
 from .settings import SettingsController
 
@@ -62,6 +63,7 @@ class AppController(QObject):
         self.settings_controller = SettingsController(settings, self.service, self.store, self.downloads)
         self.overlay_controller = OverlayController(self.settings_controller, self.service)
         self.history_controller = HistoryController(self.history)
+        self.hotkey_controller = HotkeyController(self.settings_controller)
         self.overlay = self.overlay_controller.view
         self.icon = app_icon()
         self.window = ControlWindow(self.icon)
@@ -81,6 +83,8 @@ class AppController(QObject):
             self.window.show_message(MessageLevel.ERROR, startup_problem)
         elif self.first_run:
             self.window.show_message(MessageLevel.INFO, WELCOME)
+        self._startup_text = startup_problem or (WELCOME if self.first_run else "")
+        self.hotkey_controller.start()
         if preload:
             self.service.preload()
 
@@ -107,6 +111,10 @@ class AppController(QObject):
         self.overlay.settings_requested.connect(self.show_settings)  # the overlay's menu opens the panel
         self.overlay_controller.toggles_changed.connect(w.set_toggles)
         self.settings_controller.problem.connect(lambda text: w.show_message(MessageLevel.ERROR, text))
+        self.hotkey_controller.triggered.connect(self.on_hotkey)
+        self.hotkey_controller.notice.connect(self._on_hotkey_notice)
+        self.hotkey_controller.problems_changed.connect(self.settings_controller.show_hotkey_problems)
+        self.settings_controller.hotkey_recording.connect(self.hotkey_controller.suspend)
 
     # -- service events (UI thread) ----------------------------------------------------------------
     def _on_progress(self, progress: Progress) -> None:
@@ -137,6 +145,13 @@ class AppController(QObject):
             self.tray.show_state(state)
         self.overlay_controller.show_state(state)
 
+    def _on_hotkey_notice(self, level: str, text: str) -> None:
+        if self._startup_text:  # at start-up the welcome or a broken settings file stays in view, the notice after it
+            text = f"{self._startup_text} {text}".strip()
+            level = MessageLevel.ERROR if self._startup_text != WELCOME else level
+            self._startup_text = ""
+        self.window.show_message(level, text)
+
     # -- actions -------------------------------------------------------------------------------------
     def toggle_start(self) -> None:
         """Start captions, or stop them if they run."""
@@ -147,6 +162,19 @@ class AppController(QObject):
             self.service.start()
         else:
             self.service.stop()
+
+    def on_hotkey(self, action: str) -> None:
+        """A global hotkey was pressed (whichever program has focus)."""
+        if action == "start":
+            self.toggle_start()
+        elif action == "pause":
+            state = self.service.state
+            if state in (ServiceState.RUNNING, ServiceState.PAUSED):
+                self.service.pause(state == ServiceState.RUNNING)
+        elif action == "overlay":
+            self.set_overlay_visible(not self.overlay.isVisible())
+        elif action == "click_through":
+            self.set_click_through(not self.overlay.click_through)
 
     def set_overlay_visible(self, visible: bool) -> None:
         """Show or hide the caption overlay (remembered)."""
@@ -188,6 +216,7 @@ class AppController(QObject):
             return
         self._shut_down = True
         self.overlay_controller.flush_geometry()
+        self.hotkey_controller.close()
         self.settings_controller.stop_meter()
         self.downloads.shutdown()
         self.service.shutdown()

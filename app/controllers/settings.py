@@ -42,6 +42,7 @@ class SettingsController(QObject):
 
     applied = Signal(str, object)  # key, the new Settings: a change was validated, saved and applied
     problem = Signal(str)  # an error for the control window (no panel is open to show it)
+    hotkey_recording = Signal(bool)  # the panel records a hotkey: global hotkeys step aside meanwhile
 
     def __init__(self, settings: Settings, service: CaptionService, store: ModelStore,
                  downloads: ModelDownloads) -> None:
@@ -54,6 +55,7 @@ class SettingsController(QObject):
         self._use_when_downloaded: str | None = None  # the advised model, used once its download ends
         self._levels: list[LevelMonitor] = []
         self._meter_on = False
+        self._hotkey_problems: dict[str, str] = {}  # from the hotkeys controller, for the Hotkeys tab
         self._level_signals = _LevelSignals()
         self._level_signals.level.connect(lambda s, v: self.panel.show_level(s, v) if self.panel else None)
         self._level_signals.error.connect(lambda s, t: self.panel.show_level_error(s, t) if self.panel else None)
@@ -143,9 +145,17 @@ class SettingsController(QObject):
         panel.cancel_download.connect(self.downloads.cancel)
         panel.meter_wanted.connect(self._meter)
         panel.advice_accepted.connect(self.use_advised)
+        panel.show_hotkey_problems(self._hotkey_problems)
+        panel.hotkey_recording.connect(self.hotkey_recording.emit)
         self.panel = panel
         self._show_advice()
         return panel
+
+    def show_hotkey_problems(self, problems: dict) -> None:
+        """The global hotkeys not in force, one sentence each, for Settings › Hotkeys."""
+        self._hotkey_problems = dict(problems)
+        if self.panel is not None:
+            self.panel.show_hotkey_problems(self._hotkey_problems)
 
     # -- model advice --------------------------------------------------------------------------------------
     def _show_advice(self) -> None:

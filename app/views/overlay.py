@@ -119,12 +119,21 @@ class CaptionOverlay(QWidget):
         return int(2 * PADDING + sum(self.look.lines * s for s in spacings) + (len(spacings) - 1) * TRACK_GAP) + 1
 
     def set_click_through(self, enabled: bool) -> None:
-        """Let the mouse pass through to the window below (and back)."""
-        visible = self.isVisible()
-        self.setWindowFlag(Qt.WindowType.WindowTransparentForInput, enabled)
+        """Let the mouse pass through to the window below (and back).
+
+        On a shown window the flag goes to the native window directly (``QWindow.setFlags``):
+        QWidget.setWindowFlag would hide and show it again, and a window manager may then drop its
+        "stay above" state (seen under openbox, one toggle in three or four)."""
+        flags = self.windowFlags()
+        flags = (flags | Qt.WindowType.WindowTransparentForInput if enabled
+                 else flags & ~Qt.WindowType.WindowTransparentForInput)
+        handle = self.windowHandle()
+        if self.isVisible() and handle is not None:
+            self.overrideWindowFlags(flags)
+            handle.setFlags(flags)
+        else:
+            self.setWindowFlags(flags)
         self._grip.setVisible(not enabled)
-        if visible:
-            self.show()  # changing window flags hides a window; show it again where it was
 
     @property
     def click_through(self) -> bool:

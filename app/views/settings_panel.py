@@ -8,8 +8,8 @@ meter are driven by that controller too; the panel only shows their progress.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QColor, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGridLayout,
     QHBoxLayout,
+    QKeySequenceEdit,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.hotkeys import ACTIONS as HOTKEY_ACTIONS
 from core.models.store import ModelStatus, human_size
 from core.settings import ASREngineKind, Settings, value_range
 from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
@@ -138,6 +140,7 @@ class SettingsPanel(QDialog):
     cancel_download = Signal(str)
     advice_accepted = Signal(str)  # the advised translation model: download it if needed, then use it
     meter_wanted = Signal(bool)  # the Audio tab is shown / hidden
+    hotkey_recording = Signal(bool)  # a hotkey box has the focus: the keys pressed are for it, not global hotkeys
 
     def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
                  cuda_available: bool, outputs: list[tuple[str, str]] | None = None,
@@ -154,6 +157,7 @@ class SettingsPanel(QDialog):
         self.tabs.addTab(self._audio_tab(devices, outputs or []), "Audio")
         self.tabs.addTab(self._display_tab(), "Display")
         self.tabs.addTab(self._compute_tab(cuda_available), "Compute")
+        self.tabs.addTab(self._hotkeys_tab(), "Hotkeys")
         self.tabs.currentChanged.connect(self._tab_changed)
         self.message = QLabel()
         self.message.setObjectName("settingsMessage")
@@ -258,6 +262,10 @@ class SettingsPanel(QDialog):
         self.verifier_model = ModelRow(speech)
         self.translation_model = ModelRow([m for m in models if m.kind == "gguf"])
         form.addRow("Speech model", self.asr_model)
+        self.verify_lines = QCheckBox("Verify each finished line with the verifier below (more accurate: "
+                                      "the verifier's words are kept; a second later, more CPU)")
+        form.addRow("", self.verify_lines)
+        self.verify_lines.toggled.connect(lambda on: self.change_requested.emit("asr.verify_lines", on))
         form.addRow("Drafter", self.drafter_model)
         form.addRow("Verifier", self.verifier_model)
         self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
@@ -469,6 +477,55 @@ class SettingsPanel(QDialog):
         self.gpu_layers.valueChanged.connect(lambda v: self.change_requested.emit("translation.n_gpu_layers", v))
         return w
 
+    def _hotkeys_tab(self) -> QWidget:
+        w = QWidget()
+        form = QFormLayout(w)
+        note = QLabel("These keys work while another program has focus. Click a box and press the new keys; "
+                      "Clear turns a hotkey off.")
+        note.setWordWrap(True)
+        form.addRow(note)
+        self.hotkey_edits: dict[str, QKeySequenceEdit] = {}
+        self.hotkey_problems: dict[str, QLabel] = {}
+        for action, label in HOTKEY_ACTIONS.items():
+            edit = QKeySequenceEdit()
+            edit.setObjectName(f"hotkey_{action}")
+            edit.setMaximumSequenceLength(1)
+            clear = QPushButton("Clear")
+            clear.setObjectName(f"hotkeyClear_{action}")
+            row = QHBoxLayout()
+            row.addWidget(edit, 1)
+            row.addWidget(clear)
+            problem = QLabel("")
+            problem.setObjectName(f"hotkeyProblem_{action}")
+            problem.setWordWrap(True)
+            problem.setStyleSheet("color: #c0392b;")
+            problem.setVisible(False)
+            form.addRow(label, row)
+            form.addRow("", problem)
+            self.hotkey_edits[action] = edit
+            edit.installEventFilter(self)
+            self.hotkey_problems[action] = problem
+            key = f"hotkeys.{action}"
+            edit.editingFinished.connect(lambda k=key, e=edit: self.change_requested.emit(
+                k, e.keySequence().toString(QKeySequence.SequenceFormat.PortableText)))
+            clear.clicked.connect(lambda _=False, k=key, e=edit: (e.clear(), self.change_requested.emit(k, "")))
+        return w
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched in self.hotkey_edits.values() and event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            self.hotkey_recording.emit(event.type() == QEvent.Type.FocusIn)
+        return super().eventFilter(watched, event)
+
+    def show_hotkey_problems(self, problems: dict[str, str]) -> None:
+        """The hotkeys not in force, one sentence each under its row (none: all are)."""
+        for action, label in self.hotkey_problems.items():
+            label.setText(problems.get(action, ""))
+            label.setVisible(action in problems)
+
+    def hotkey_problem(self, action: str) -> str:
+        """The sentence shown under an action's hotkey ("" when it is in force)."""
+        return self.hotkey_problems[action].text()
+
     def _tab_changed(self, index: int) -> None:
         self.meter_wanted.emit(self.isVisible() and self.tabs.tabText(index) == "Audio")
 
@@ -503,9 +560,12 @@ class SettingsPanel(QDialog):
             spec = settings.asr.engine == ASREngineKind.SPECULATIVE
             form = self._models_form
             form.setRowVisible(self.asr_model, not spec)
-            for widget in (self.drafter_model, self.verifier_model, self._draft_row, self.max_draft, self.sparse_tree,
+            form.setRowVisible(self.verify_lines, not spec)
+            self.verify_lines.setChecked(settings.asr.verify_lines)
+            for widget in (self.drafter_model, self._draft_row, self.max_draft, self.sparse_tree,
                            self.calibrate, self._spec_note):
                 form.setRowVisible(widget, spec)
+            form.setRowVisible(self.verifier_model, spec or settings.asr.verify_lines)
             _select(self.translation_model.combo, settings.translation.model)
             _select(self.source, settings.audio.source)
             _select(self.device, settings.audio.device)
@@ -530,6 +590,9 @@ class SettingsPanel(QDialog):
             self.gpu_layers.setValue(settings.translation.n_gpu_layers)
             self.encoder_seconds.setValue(round(settings.asr.encoder_seconds))
             self.partial_share.setValue(round(settings.translation.partial_share * 100))
+            for action, edit in self.hotkey_edits.items():
+                edit.setKeySequence(QKeySequence.fromString(getattr(settings.hotkeys, action),
+                                                            QKeySequence.SequenceFormat.PortableText))
         finally:
             for widget in self.findChildren(QWidget):
                 widget.blockSignals(False)

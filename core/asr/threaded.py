@@ -30,6 +30,7 @@ class DecodeRequest:
     language: str | None
     abort: threading.Event | None
     previous_transcript: str
+    verify: bool = False  # the verifier's decode of a finished line (a VerifiedEngine's ``verify``)
     result: Hypothesis | None = None
     error: BaseException | None = None
     done: bool = False
@@ -44,12 +45,26 @@ class ThreadedEngine(ASREngine):
         self._cond = threading.Condition()
         self._thread = JobThread(name, self._run)
 
+    @property
+    def verifies_lines(self) -> bool:
+        """Whether the wrapped engine verifies finished lines (:class:`~core.asr.verified.VerifiedEngine`)."""
+        return bool(getattr(self.engine, "verifies_lines", False))
+
     def transcribe(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
                    abort: threading.Event | None = None, previous_transcript: str = "") -> Hypothesis:
         """Decode on the model thread; raises :class:`Interrupted` as soon as ``abort`` is set
         and :meth:`interrupt` is called (the decode itself finishes unseen)."""
-        job = DecodeRequest(audio=audio, prompt=prompt, language=language, abort=abort,
-                            previous_transcript=previous_transcript)
+        return self._wait(DecodeRequest(audio=audio, prompt=prompt, language=language, abort=abort,
+                                        previous_transcript=previous_transcript))
+
+    def verify(self, audio: np.ndarray, prompt: str = "", language: str | None = None,
+               abort: threading.Event | None = None) -> Hypothesis:
+        """The verifier's decode of a finished line, on the model thread (as :meth:`transcribe`)."""
+        return self._wait(DecodeRequest(audio=audio, prompt=prompt, language=language, abort=abort,
+                                        previous_transcript="", verify=True))
+
+    def _wait(self, job: DecodeRequest) -> Hypothesis:
+        abort = job.abort
         self._thread.submit(job)
         with self._cond:
             self._cond.wait_for(lambda: job.done or (abort is not None and abort.is_set()))
@@ -79,8 +94,11 @@ class ThreadedEngine(ASREngine):
             job.error = Interrupted("Recognition was stopped.")
         else:
             try:
-                job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort,
-                                                    previous_transcript=job.previous_transcript)
+                if job.verify:
+                    job.result = self.engine.verify(job.audio, job.prompt, job.language, abort=job.abort)
+                else:
+                    job.result = self.engine.transcribe(job.audio, job.prompt, job.language, abort=job.abort,
+                                                        previous_transcript=job.previous_transcript)
             except BaseException as exc:  # handed to the caller, who reports it
                 if not isinstance(exc, Interrupted):
                     logger.exception("speech recognition failed")

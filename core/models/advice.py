@@ -34,7 +34,7 @@ _PARAMS = {name: params for name, params, _ in CANDIDATES}
 # effective tokens per second of the bundled model per CPU core, when nothing was measured (the
 # 2-core x86_64 of docs/BENCHMARKS.md: 21.5 output tokens/s re-translating from scratch)
 _BUNDLED_TPS_PER_CORE = 10.0
-_GPU_SPEEDUP = 8.0  # a 1.5–3B Q4 model on a GPU with full offload, against the CPU (conservative)
+_GPU_SPEEDUP = 8.0  # a 1.5–3B Q4 model on a GPU with full offload, against the CPU (a guess: not measured)
 _APP_RESERVE = 1.5e9  # speech models, the app and the audio buffers
 _OS_RESERVE = 3.0e9  # the operating system and the user's other programs (a meeting client, a browser)
 
@@ -163,13 +163,16 @@ def recommend(machine: Machine, sizes: dict[str, int]) -> Advice:
             why_not.append(f"{name} needs about {need / 1e9:.1f} GB of the "
                            f"{max(budget, 0) / 1e9:.1f} GB this machine has to spare")
             continue
-        how = "scaled from the bundled model's measured speed" if measured else "estimated from the core count"
+        how = ("an estimate: the bundled model's measured speed scaled by parameter count (only the bundled "
+               "model is timed)" if measured else "estimated from the core count")
+        if machine.accelerator:
+            how += f", and a guessed {_GPU_SPEEDUP:g}× for the GPU"
         if tps < LIVE_TOKENS_PER_S:
             why_not.append(f"{name} would translate only about {tps:.0f} tokens/s here ({how}; live captions "
                            f"need {LIVE_TOKENS_PER_S:.0f})")
             continue
         where = f"on {machine.accelerator}" if machine.accelerator else f"on {machine.cores} CPU cores"
-        return Advice(name, f"{name} fits in memory and should translate about {tps:.0f} tokens/s {where} "
+        return Advice(name, f"{name} fits in memory and should translate roughly {tps:.0f} tokens/s {where} "
                             f"({how}; live captions need {LIVE_TOKENS_PER_S:.0f}).", languages, tps, measured)
     raise AssertionError("the bundled model is always a candidate")
 

@@ -38,6 +38,7 @@ class ASREngineSpec:
     compute_dtype: str
     encoder_seconds: float
     speculative_encoder_seconds: float
+    verify_lines: bool
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ASREngineSpec:
@@ -152,8 +153,18 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
     path = store.resolve(spec.model, on_status)
     if on_status:
         on_status(f"Loading speech model {spec.model}", None)
-    return FasterWhisperEngine(path, device=spec.compute_device, compute_type=spec.compute_dtype,
-                               encoder_seconds=spec.encoder_seconds)
+    engine = FasterWhisperEngine(path, device=spec.compute_device, compute_type=spec.compute_dtype,
+                                 encoder_seconds=spec.encoder_seconds)
+    if not spec.verify_lines:
+        return engine
+    from ..asr.verified import VerifiedEngine
+
+    verifier_path = store.resolve(spec.verifier, on_status)
+    if on_status:
+        on_status(f"Loading speech model {spec.verifier} (it verifies each finished line)", None)
+    verifier = FasterWhisperEngine(verifier_path, device=spec.compute_device, compute_type=spec.compute_dtype,
+                                   encoder_seconds=spec.encoder_seconds)
+    return VerifiedEngine(engine, verifier)
 
 
 def create_translator(

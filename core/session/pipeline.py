@@ -27,6 +27,7 @@ import numpy as np
 from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.streaming import StreamingTranscriber
+from ..asr.verified import LineVerifier, make_transcriber
 from ..audio.sources import AudioSource
 from ..captions.policy import CaptionPolicy
 from ..errors import SottoError
@@ -89,7 +90,7 @@ class AudioStream:
 
     speaker: str
     source: AudioSource
-    transcriber: StreamingTranscriber
+    transcriber: StreamingTranscriber | LineVerifier
     done: bool = False
     was_paused: bool = False
 
@@ -196,7 +197,7 @@ class CaptionPipeline:
         """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
-        self.streams = [AudioStream(speaker, source, StreamingTranscriber(self.asr_engine, options))
+        self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
             self.policy = caption_policy(self.settings, self._target, tuple(sources))

@@ -1,0 +1,134 @@
+"""`sotto bench verified`: verified lines (tiny.en streams, base confirms each finished line) against
+the drafter's own lines and against base's offline greedy decoding, by WER.
+
+Every recording (the shared 231 s reading and the 16 clips of `asr/`, `--quick`: the reading's first
+60 s and four clips) is streamed in fast mode (0.5 s chunks, in order, so the outcome does not
+depend on the machine's speed) through the app's transcriber with `asr.verify_lines` on. From the
+same run come the drafter's lines (what tiny.en finished) and the committed, verified lines. Base's
+offline greedy decoding of each clip (one call, as the app's engine runs it: int8, the encoder
+rule, word timestamps) is the verifier's own reference. Times are the verifier's decode seconds
+(the app's CPU and latency are `sotto bench live`'s: `--configs "default,tiny.en verified by base
++ translation"`).
+
+Usage: sotto bench verified [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+READING = SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
+QUICK_CLIPS = ("jfk.flac", "mfa_acoustic_corpus.wav", "librispeech_1089-134686-0000.flac",
+               "librivox_sense_and_sensibility_01_austen_64kb-0870.wav")
+
+
+def _clips(quick: bool) -> list[Path]:
+    clips = sorted(p for p in (SHARED / "asr").iterdir()
+                   if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo"))
+    return [p for p in clips if p.name in QUICK_CLIPS] if quick else clips
+
+
+def _reference(path: Path) -> str:
+    return path.with_suffix(".txt").read_text(encoding="utf-8")
+
+
+def run(quick: bool) -> dict:
+    from core.asr import FasterWhisperEngine
+    from core.asr.verified import VerifiedEngine, make_transcriber
+    from core.audio import decode_file
+    from core.captions.metrics import normalize_english, word_error_rate
+    from core.models import ModelStore
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    store = ModelStore()
+    drafter = FasterWhisperEngine(store.resolve("whisper-tiny.en"))
+    verifier = FasterWhisperEngine(store.resolve("whisper-base"))
+    engine = VerifiedEngine(drafter, verifier)
+    options = streaming_options(Settings())
+    rows = []
+    for path in [READING, *_clips(quick)]:
+        audio = decode_file(path)
+        if quick and path == READING:
+            audio = audio[: 60 * 16000]
+        transcriber = make_transcriber(engine, options)
+        committed = []
+        t0 = time.perf_counter()
+        for i in range(0, len(audio), 8000):
+            committed += [s.text for u in transcriber.push(audio[i:i + 8000]) for s in u.sentences]
+        committed += [s.text for s in transcriber.finish().sentences]
+        wall = time.perf_counter() - t0
+        drafted = [x.drafted for x in transcriber.lines]
+        offline = verifier.transcribe(audio, "", "en").text if path != READING else None
+        ref = _reference(path)
+        if quick and path == READING:  # the reading's first 60 s: its segments up to there
+            import csv
+
+            seg = path.with_name(path.name.replace(".flac", ".segments.tsv"))
+            with seg.open(encoding="utf-8") as f:
+                ref = " ".join(r[4] for r in csv.reader(f, delimiter="\t")
+                               if r and r[0] != "utt_id" and float(r[2]) <= 60.0)
+        norm = normalize_english(ref)
+        row = {"recording": path.name, "audio_s": round(len(audio) / 16000, 1), "lines": len(transcriber.lines),
+               "changed": sum(1 for x in transcriber.lines
+                              if normalize_english(x.drafted) != normalize_english(x.sentence.text)),
+               "fallbacks": transcriber.fallbacks,
+               "wer_drafter": round(word_error_rate(norm, normalize_english(" ".join(drafted))), 4),
+               "wer_verified": round(word_error_rate(norm, normalize_english(" ".join(committed))), 4),
+               "wer_verifier_offline": (round(word_error_rate(norm, normalize_english(offline)), 4)
+                                        if offline is not None else None),
+               "verify_s": round(transcriber.verify_seconds, 2), "wall_s": round(wall, 1)}
+        rows.append(row)
+        print(f"{path.name}: drafter {row['wer_drafter']:.3f}, verified {row['wer_verified']:.3f}, base offline "
+              f"{row['wer_verifier_offline']}, {row['lines']} lines ({row['changed']} changed, "
+              f"{row['fallbacks']} fallbacks), verifier {row['verify_s']} s", file=sys.stderr, flush=True)
+    clips = [r for r in rows if r["recording"] != READING.name]
+    summary = {
+        "clips_wer_drafter": round(float(np.mean([r["wer_drafter"] for r in clips])), 4),
+        "clips_wer_verified": round(float(np.mean([r["wer_verified"] for r in clips])), 4),
+        "clips_wer_verifier_offline": round(float(np.mean([r["wer_verifier_offline"] for r in clips])), 4),
+        "verify_s_per_audio_s": round(sum(r["verify_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
+    }
+    return {"date": time.strftime("%Y-%m-%d"), "quick": quick,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+            "rows": rows, **summary}
+
+
+def table(result: dict) -> str:
+    lines = [f"Measured {result['date']} on {result['machine']} (fast mode; WER after normalisation).", "",
+             "| recording | audio s | lines (changed, fallbacks) | tiny.en lines | verified lines | base offline "
+             "| verifier s |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        off = f"{r['wer_verifier_offline']:.1%}" if r["wer_verifier_offline"] is not None else "–"
+        lines.append(f"| {r['recording']} | {r['audio_s']} | {r['lines']} ({r['changed']}, {r['fallbacks']}) | "
+                     f"{r['wer_drafter']:.1%} | {r['wer_verified']:.1%} | {off} | {r['verify_s']} |")
+    lines.append(f"| **clips, mean** | | | {result['clips_wer_drafter']:.1%} | {result['clips_wer_verified']:.1%} | "
+                 f"{result['clips_wer_verifier_offline']:.1%} | |")
+    lines += ["", f"Verifier: {result['verify_s_per_audio_s']} s of decoding per second of audio."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sotto bench verified", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    result = run(args.quick)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

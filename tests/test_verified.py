@@ -1,0 +1,95 @@
+"""Verified lines (core/asr/verified.py): tiny.en streams, base confirms each finished line.
+
+With the real bundled models: every committed line is a contiguous run of the verifier's own
+greedy words for the audio it decoded and the prompt it was given (decoded again here by a second
+instance of the verifier), and the pipeline commits, journals and translates the verified lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.stream import Word
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def verified_engine(store):
+    from core.asr import FasterWhisperEngine
+    from core.asr.verified import VerifiedEngine
+
+    return VerifiedEngine(FasterWhisperEngine(store.resolve("whisper-tiny.en")),
+                          FasterWhisperEngine(store.resolve("whisper-base")))
+
+
+def _stream(engine, audio):
+    from core.asr.verified import make_transcriber
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    transcriber = make_transcriber(engine, streaming_options(Settings()))
+    updates = []
+    for i in range(0, len(audio), 8000):  # 0.5 s chunks, as the app reads them
+        updates += transcriber.push(audio[i:i + 8000])
+    updates.append(transcriber.finish())
+    return transcriber, updates
+
+
+def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_engine, store, shared):
+    from core.asr import FasterWhisperEngine
+    from core.asr.verified import unrepeat
+    from core.audio import decode_file
+
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    transcriber, updates = _stream(verified_engine, audio)
+    sentences = [s for u in updates for s in u.sentences]
+    lines = transcriber.lines
+    assert len(lines) >= 5 and [x.sentence for x in lines] == sentences
+    again = FasterWhisperEngine(store.resolve("whisper-base"))  # a second instance: same weights, same greedy
+    checked = 0
+    for line in lines:
+        print(f"{line.drafted!r} -> {line.sentence.text!r} [{line.start:.2f}-{line.end:.2f}]")
+        if line.fallback:
+            continue
+        clip = audio[int(round(line.start * 16000)):int(round(line.end * 16000))]
+        redo = again.transcribe(clip, line.prompt, "en")
+        words = [w.shifted(line.start) for w in redo.words]
+        assert [w.text for w in words] == [w.text for w in line.words], line
+        first, last = line.kept
+        assert line.sentence.text == "".join(w.text for w in unrepeat(list(line.words[first:last]))).strip()
+        checked += 1
+    assert checked >= 4, checked
+    assert transcriber.fallbacks <= 1
+
+
+def test_held_lines_stay_on_screen_as_committed_until_verified(verified_engine, shared):
+    """A finished line waits for a second of audio after it; meanwhile it is the committed start of the
+    partial line (shown solid), and it leaves the partial when its verified text is committed."""
+    from core.audio import decode_file
+
+    transcriber, updates = _stream(verified_engine, decode_file(shared / "asr" / "jfk.flac"))
+    held = [u for u in updates if transcriber.lines and any(
+        x.drafted and u.committed.startswith(x.drafted) for x in transcriber.lines)]
+    assert held, "no update showed a finished line while it waited for its verification"
+    first_line = transcriber.lines[0]
+    commit = next(i for i, u in enumerate(updates) if first_line.sentence in u.sentences)
+    assert not updates[commit].committed.startswith(first_line.drafted)
+    assert first_line.end >= first_line.sentence.end + 1.0 - 1e-6 or first_line is transcriber.lines[-1]
+
+
+def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word():
+    from core.asr.verified import VerifyOptions, select_line
+
+    def w(start, text, p=0.9):
+        return Word(start, start + 0.3, text, p)
+
+    verified = [w(0.0, " And"), w(0.4, " so")]
+    words = [w(0.0, " And"), w(0.4, " so"), w(0.8, " my"), w(1.2, " fellow"), w(1.6, " Americans,"),
+             w(2.0, " ask"), w(2.4, " not", 0.1)]
+    # the verified tail is skipped, the line ends at "Americans" (the drafter's last word, "americans")
+    assert select_line(words, verified, 0.7, "americans", 1.9, VerifyOptions()) == (2, 5)
+    # no match for the drafter's last word: words whose middle lies before the line's end
+    assert select_line(words, verified, 0.7, "citizens", 2.2, VerifyOptions()) == (2, 6)
+    # the drafter's last word matched after the line's end, but improbable there: left out
+    assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions()) == (2, 6)
+    assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions(late_probability=0.0)) == (2, 7)
