@@ -85,6 +85,25 @@ MAX_PIECE_S = 5.0
 WORD_TRIM_S = 15.0
 
 
+def push_pieces(processor, chunk: np.ndarray) -> list[TranscriptUpdate]:
+    """Insert ``chunk`` into ``processor`` (a transcriber, or a wrapper with its interface) at most
+    ``MAX_PIECE_S`` at a time, processing after each piece; returns the updates. After an abort the
+    audio is still taken in but nothing more is decoded."""
+    updates = []
+    piece = int(MAX_PIECE_S * SAMPLE_RATE)
+    for i in range(0, max(1, chunk.shape[0]), piece):
+        processor.insert_audio(chunk[i:i + piece])
+        if processor.aborted.is_set():
+            continue
+        try:
+            update = processor.process()
+        except Interrupted:
+            continue
+        if update is not None:
+            updates.append(update)
+    return updates
+
+
 class StreamingTranscriber:
     """Turns a stream of audio into committed sentences and a tentative tail."""
 
@@ -151,19 +170,7 @@ class StreamingTranscriber:
 
         After :meth:`abort` the audio is still taken in but nothing more is decoded.
         """
-        updates = []
-        piece = int(MAX_PIECE_S * SAMPLE_RATE)
-        for i in range(0, max(1, chunk.shape[0]), piece):
-            self.insert_audio(chunk[i:i + piece])
-            if self.aborted.is_set():
-                continue
-            try:
-                update = self.process()
-            except Interrupted:
-                continue
-            if update is not None:
-                updates.append(update)
-        return updates
+        return push_pieces(self, chunk)
 
     def abort(self) -> None:
         """Stop decoding at once, from any thread: a decode waiting for the CPU is skipped

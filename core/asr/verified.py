@@ -37,7 +37,7 @@ from .. import logger
 from ..audio.convert import SAMPLE_RATE
 from ..audio.window import AudioWindow
 from ..stream import Sentence, TranscriptUpdate, Word
-from .streaming import StreamingOptions, StreamingTranscriber, degenerate, prompt_from
+from .streaming import StreamingOptions, StreamingTranscriber, degenerate, prompt_from, push_pieces
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
@@ -187,22 +187,7 @@ class LineVerifier:
         return self._after(update, final=False)
 
     def push(self, chunk: np.ndarray) -> list[TranscriptUpdate]:
-        from ..errors import Interrupted
-        from .streaming import MAX_PIECE_S
-
-        updates = []
-        piece = int(MAX_PIECE_S * SAMPLE_RATE)
-        for i in range(0, max(1, chunk.shape[0]), piece):
-            self.insert_audio(chunk[i:i + piece])
-            if self.transcriber.aborted.is_set():
-                continue
-            try:
-                update = self.process()
-            except Interrupted:
-                continue
-            if update is not None:
-                updates.append(update)
-        return updates
+        return push_pieces(self, chunk)
 
     def finish(self, decode: bool = True) -> TranscriptUpdate:
         update = self.transcriber.finish(decode)
