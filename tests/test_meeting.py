@@ -28,6 +28,10 @@ from core.captions import normalize_english, word_error_rate
 
 RATE = 16000
 THEM_CLIP, ME_CLIP = "jfk.flac", "librispeech_1089-134686-0000.flac"
+# tiny.en int8 on THEM_CLIP through the speakers: 0.0-0.09 with AVX-512 VNNI; with oneDNN's AVX2 kernels it
+# hears "And so am I fellow Americans ... Thank you." (0.18, a "Thank you." made up after the clip; issue
+# #27). A stream lost or cut loses half of the clip or more.
+THEM_WER = 0.25
 
 
 # -- the echo gate, with real speech ------------------------------------------------------------
@@ -165,7 +169,7 @@ def test_both_captions_me_and_them_each_with_its_label(meeting, tmp_path):
     _stop(proc)
     said = _said(out)
     print(said)
-    assert _wer(THEM_CLIP, said["Them"]) <= 0.15, said["Them"]
+    assert _wer(THEM_CLIP, said["Them"]) <= THEM_WER, said["Them"]
     # tiny.en in int8 (asr.compute_dtype auto) gets 5 of this clip's 28 words wrong even offline
     # (streaming WER 0.179; 0.143 in float32): 0.2 still fails a stream lost or cut
     assert _wer(ME_CLIP, said["Me"]) <= 0.2, said["Me"]
@@ -190,7 +194,7 @@ def test_the_meeting_leaking_into_the_microphone_is_captioned_once_as_them(meeti
     _stop(proc)
     said = _said(out)
     print(said)
-    assert _wer(THEM_CLIP, said["Them"]) <= 0.15, said["Them"]
+    assert _wer(THEM_CLIP, said["Them"]) <= THEM_WER, said["Them"]
     assert said["Me"] == "", f"the echo was captioned as me: {said['Me']!r}"
 
 
