@@ -220,8 +220,8 @@ class LineVerifier:
             return None
         held = " ".join(p.sentence.text for p in self._pending)
         committed = f"{held} {base.committed}" if held and base.committed.strip() else (held or base.committed)
-        return TranscriptUpdate(done, committed, base.tentative, max(base.audio_time, self._received)
-                                if update is None else base.audio_time, base.window_seconds,
+        audio_time = base.audio_time if update is not None else max(base.audio_time, self._received)
+        return TranscriptUpdate(done, committed, base.tentative, audio_time, base.window_seconds,
                                 base.timings if update is not None else type(base.timings)(),
                                 final=final or (update is not None and update.final), speaker=base.speaker,
                                 paused=update.paused if update is not None else False,
@@ -274,7 +274,7 @@ class LineVerifier:
             self.fallbacks += 1
             record.fallback = True
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
-            sentence = self._emit(s, [Word(s.start, s.end, " " + s.text)])
+            sentence = self._as_drafted(pending)
         else:
             sentence = self._emit(s, line)
         record.sentence = sentence
