@@ -168,6 +168,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 
+    p = sub.add_parser("calibrate", help="time the speech configurations on this machine and choose the most "
+                                         "accurate one that keeps up (saved; `sotto devices` shows it)")
+    p.add_argument("--target", help="translation language timed with it (de, ja, …, or 'none'; default: the "
+                                    "settings')")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the speech models are timed (auto: CUDA if there is one)")
+    p.add_argument("--quick", action="store_true", help="the demo recording once and fewer timing rounds")
+    p.add_argument("--json", metavar="FILE", help="also write the result here")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--apply", action="store_true", help="also change the settings to use the choice")
+    p.set_defaults(func=commands.calibrate)
+
     p = sub.add_parser("devices", help="list audio input devices")
     p.set_defaults(func=commands.devices)
 

@@ -135,6 +135,103 @@ def devices(args: argparse.Namespace) -> int:
     print("\nCompute (asr.compute_device, asr.compute_dtype):")
     for line in compute_devices():
         print(f"  {line}")
+    from core.asr.calibration import load_calibration, same_machine
+
+    print("\nEngine (calibration):")
+    cal = load_calibration()
+    if cal is None:
+        print("  not calibrated yet: run `sotto calibrate`")
+    else:
+        print(f"  {cal.choice or 'nothing chosen'} (measured {cal.date} on {cal.machine})")
+        print(f"  {cal.reason}")
+        if not same_machine(cal):
+            print("  This was measured on another machine: run `sotto calibrate` again.")
+        elif cal.settings:
+            commands = _settings_to_apply(cal.settings)
+            print(f"  Your settings differ; to use it: {commands}" if commands else "  Your settings use it.")
+    return 0
+
+
+def _settings_to_apply(values: dict) -> str:
+    """The ``sotto settings set`` commands for those of ``values`` (key → value) that the saved
+    settings do not have yet ("" when they all match)."""
+    from core.settings import load_settings
+
+    def text(value) -> str:
+        value = getattr(value, "value", value)  # an enum: its value
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    current = load_settings()
+    return "; ".join(f"sotto settings set {k} {text(v)}" for k, v in values.items()
+                     if text(current.value(k)) != text(v))
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    """Time the speech configurations on this machine, choose one, save and print the result."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from core.asr.calibration import calibrate as measure
+    from core.asr.calibration import proxy_dir, save_calibration, shape_of
+    from core.models.store import ModelStore
+    from core.session.engines import create_translator, streaming_options
+    from core.settings import load_settings
+
+    settings = load_settings()
+    if args.target:
+        settings = settings.with_value("translation.target", args.target)
+    store = ModelStore()
+    printer = status_printer(args.quiet)
+    translator = create_translator(settings, store, printer)
+    try:
+        cal = measure(streaming_options(settings), translator, language=settings.asr.language,
+                      target=settings.translation.target, store=store, device=args.device,
+                      encoder_seconds=settings.asr.encoder_seconds, plays=1 if args.quick else 2,
+                      repeats=3 if args.quick else 5, on_status=printer)
+    finally:
+        if translator is not None:
+            translator.close()
+    path = save_calibration(cal)
+    if args.json:
+        Path(args.json).write_text(json.dumps(asdict(cal), indent=1) + "\n", encoding="utf-8")
+    target = "no translation" if cal.target == "none" else f"translating into {cal.target}"
+    print(f"Speech configurations on {cal.machine}: {cal.audio_s:g} s of the demo recording, {target}.")
+    print("Busy: seconds the models work per second of speech; a configuration keeps up at "
+          f"{cal.budget:g} or less.\n")
+    width = max(len(r.name) for r in cal.results)
+    print(f"{'CONFIGURATION'.ljust(width)}  {'BUSY':>5}  {'DRAFTER':>7}  {'VERIFIER':>8}  {'TRANSL.':>7}  "
+          f"{'HOW':9}  {'KEEPS UP':8}  INSTALLED")
+    for r in cal.results:
+        verifier = f"{r.verifier_s:.2f}" if r.verifier else "–"
+        print(f"{r.name.ljust(width)}  {r.busy:5.2f}  {r.drafter_s:7.2f}  {verifier:>8}  {r.translator_s:7.2f}  "
+              f"{'measured' if r.measured else 'predicted':9}  {'yes' if r.keeps_up else 'no':8}  "
+              f"{'yes' if r.installed else 'no'}")
+        print(f"  {r.reason}")
+    used = {shape.name for r in cal.results if r.verifier and (shape := shape_of(r.verifier)) is not None}
+    others = [f"{name} {busy:.2f}" for name, busy in cal.predicted.items() if name not in used]
+    if others:
+        print(f"\nPredicted busy time with other verifiers (not in the catalogue): {', '.join(others)}.")
+    print(f"\nChoice: {cal.reason}")
+    if cal.settings:
+        commands = _settings_to_apply(cal.settings)
+        if commands and args.apply:
+            from core.settings import save_settings
+
+            current = load_settings()
+            for key, value in cal.settings.items():
+                current = current.with_value(key, value)
+            save_settings(current)
+            print("Your settings now use it.")
+        else:
+            print(f"To use it: {commands} (or run again with --apply)" if commands else "Your settings use it.")
+    print(f"Saved to {path}.")
+    proxies = proxy_dir()
+    size = sum(f.stat().st_size for f in proxies.rglob("*") if f.is_file()) if proxies.is_dir() else 0
+    if size:
+        from core.models.store import human_size
+
+        print(f"Random-weight models of the verifiers' shapes: {proxies} ({human_size(size)}; delete freely, "
+              "they are rebuilt when needed).")
     return 0
 
 

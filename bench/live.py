@@ -54,46 +54,48 @@ _QT: list = []  # the plot's Qt application, kept alive
 CONFIGURATIONS: dict[str, dict[str, object]] = {
     # the app as installed: every setting at its default, whatever the defaults are at the time
     "default": {},
-    "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper"},
+    "faster-whisper tiny.en + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": False},
     # the larger model alone, as the app runs a model (int8, the encoder rule, one pass): what a
     # verifier costs and hears when it decodes every update
-    "faster-whisper base + translation": {"asr.engine": "faster-whisper", "asr.model": "whisper-base"},
+    "faster-whisper base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": False,
+                                          "asr.model": "whisper-base"},
     # tiny.en streams, base decodes each finished line again and its words are committed (core.asr.verified)
     "tiny.en verified by base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": True},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "captions.show_at_pause": False,
     },
     # the source's unconfirmed words masked by count (the last mask_k), as before captions.source_mask "heard"
     "faster-whisper tiny.en + translation (source mask-3)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "captions.source_mask": "words",
     },
     # recognition may take 75% of the time while translating instead of 60% (pipeline.ASR_SHARE_TRANSLATING)
     "faster-whisper tiny.en + translation (speech share 0.75)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "pipeline.asr_share": 0.75,
     },
     # the default before asr.compute_dtype auto chose int8 on the CPU
-    "faster-whisper tiny.en float32 + translation": {"asr.engine": "faster-whisper", "asr.compute_dtype": "float32"},
+    "faster-whisper tiny.en float32 + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": False,
+                                                     "asr.compute_dtype": "float32"},
     # the default before the encoder read the window plus padding (asr.encoder_seconds 10) instead of 30 s
     "faster-whisper tiny.en + translation (30 s encoder)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "asr.encoder_seconds": 30.0,
     },
     # unfinished lines translated in at most this share of the translator's time (translation.partial_share)
     "faster-whisper tiny.en + translation (partial share 0.5)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "translation.partial_share": 0.5,
     },
     # the default before translation.partial_share 0.3: the unfinished line re-translated whenever the
     # translator is free
     "faster-whisper tiny.en + translation (partials whenever free)": {
-        "asr.engine": "faster-whisper",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "translation.partial_share": 1.0,
     },
-    "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "translation.target": "none"},
+    "faster-whisper tiny.en": {"asr.engine": "faster-whisper", "asr.verify_lines": False, "translation.target": "none"},
     "speculative tiny.en→base + translation": {"asr.engine": "speculative"},
     "speculative tiny.en→base": {"asr.engine": "speculative", "translation.target": "none"},
     # the speculative engine's encoders reading the window plus 2 s, at least 10 s (not its default)
@@ -104,7 +106,8 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     },
     # the speculative engine's verifier run by faster-whisper as the app runs it: the fair baseline of
     # "faster than faster-whisper" (its transcript is base's, like the speculative engine's)
-    "faster-whisper base": {"asr.engine": "faster-whisper", "asr.model": "whisper-base", "translation.target": "none"},
+    "faster-whisper base": {"asr.engine": "faster-whisper", "asr.verify_lines": False, "asr.model": "whisper-base",
+                            "translation.target": "none"},
 }
 
 _WORD = re.compile(r"[\w']+")
@@ -355,6 +358,7 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "ne_source": ne.get("ne_source_output"),
         "ne_translation": ne.get("ne_translation_output"),
         "ne_source_shown": ne.get("ne_source_display"),
+        "ne_source_shown_lines": ne.get("ne_source_display_lines"),
         "ne_translation_shown": ne.get("ne_translation_display"),
         "decodes": summary["asr"]["decodes"],
         "max_window_s": summary["asr"]["max_window_seconds"],
@@ -376,7 +380,8 @@ def _r(values):
 # the readings a repeated run reports as the median of the runs, with their spread (min, max)
 SPREAD_KEYS = ("first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90", "translation_p50",
                "translation_p90", "translation_after_commit_p50", "update_interval_p50", "cpu_per_audio_s", "wer",
-               "peak_rss_mb", "ne_source", "ne_translation", "ne_source_shown", "ne_translation_shown")
+               "peak_rss_mb", "ne_source", "ne_translation", "ne_source_shown", "ne_source_shown_lines",
+               "ne_translation_shown")
 
 
 def combine(runs: list[dict]) -> dict:
@@ -417,14 +422,15 @@ def run(quick: bool, configs: list[str], target: str, overrides: list[str] = (),
             print(f"  first seen p50 {r['first_seen_p50']} s, p90 {r['first_seen_p90']} s; committed p50 "
                   f"{r['committed_p50']} s; translation p50 {r['translation_p50']} s; "
                   f"{r['cpu_per_audio_s']} CPU-s/audio-s; WER {r['wer']}; NE shown source "
-                  f"{r.get('ne_source_shown')}", file=sys.stderr)
+                  f"{r.get('ne_source_shown')} (per line {r.get('ne_source_shown_lines')})", file=sys.stderr)
     results = {name: combine(rs) for name, rs in runs.items()}
     from core.settings import Settings
 
     # the app out of the box: "default" itself, else the default engine translating (None when neither ran)
     default = "default" if "default" in configs else next(
         (n for n in configs if CONFIGURATIONS[n].get("asr.engine") == Settings().asr.engine
-         and set(CONFIGURATIONS[n]) == {"asr.engine"}), None)
+         and CONFIGURATIONS[n].get("asr.verify_lines") == Settings().asr.verify_lines
+         and set(CONFIGURATIONS[n]) == {"asr.engine", "asr.verify_lines"}), None)
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "recording": READING.name, "quick": quick, "target": target, "date": time.strftime("%Y-%m-%d"),
@@ -436,8 +442,8 @@ def table(result: dict) -> str:
     """The Markdown table of a run."""
     rows = ["| configuration | first seen p50 / p90 (s) | committed p50 / p90 (s) | translation p50 / p90 (s) "
             "| translation after commit p50 (s) | update interval p50 (s) | CPU-s per audio-s | WER | peak RSS (MB) "
-            "| NE source / translation | NE shown source / translation |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| NE source / translation | NE shown source / translation | NE shown source per line |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(r, key, fmt="{:.2f}"):
         v = r.get(key)
@@ -454,7 +460,8 @@ def table(result: dict) -> str:
             f"{f(r, 'committed_p90')} | {f(r, 'translation_p50')} / {f(r, 'translation_p90')} | "
             f"{f(r, 'translation_after_commit_p50')} | {f(r, 'update_interval_p50')} | {f(r, 'cpu_per_audio_s')} | "
             f"{f(r, 'wer', '{:.1%}')} | {f(r, 'peak_rss_mb', '{:.0f}')} | {f(r, 'ne_source')} / "
-            f"{f(r, 'ne_translation')} | {f(r, 'ne_source_shown', '{:.3f}')} / {f(r, 'ne_translation_shown')} |")
+            f"{f(r, 'ne_translation')} | {f(r, 'ne_source_shown', '{:.3f}')} / {f(r, 'ne_translation_shown')} | "
+            f"{f(r, 'ne_source_shown_lines', '{:.3f}')} |")
     return "\n".join(rows)
 
 

@@ -45,7 +45,7 @@ def record(seconds: float, chunk: float) -> tuple[list, np.ndarray]:
     from core.session.engines import create_asr_engine, streaming_options
     from core.settings import Settings
 
-    settings = Settings().with_value("asr.engine", "faster-whisper")
+    settings = Settings().with_value("asr.engine", "faster-whisper").with_value("asr.verify_lines", False)
     audio = decode_file(READING)[: int(seconds * SAMPLE_RATE)]
     options = streaming_options(settings)
     options.min_chunk_s = chunk

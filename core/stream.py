@@ -82,7 +82,9 @@ class TranscriptUpdate:
     ``tentative`` the unconfirmed rest of the hypothesis, whose words (with their
     times) are ``tentative_words``. ``paused``: the speaker paused after it (voice
     activity ended), so the tentative words were decoded with silence after them
-    rather than cut off mid-speech.
+    rather than cut off mid-speech. ``held``: lines the streaming model finished that wait
+    for their verification (:mod:`core.asr.verified`); they are shown as lines of their own,
+    replaced in place once verified, and are part of the partial sentence for translation.
     """
 
     sentences: list[Sentence]
@@ -95,11 +97,12 @@ class TranscriptUpdate:
     speaker: str = ""
     paused: bool = False
     tentative_words: tuple[Word, ...] = ()
+    held: tuple[str, ...] = ()
 
     @property
     def partial(self) -> str:
-        """The partial sentence as recognised so far (committed + tentative)."""
-        return (self.committed + self.tentative).strip()
+        """The partial sentence as recognised so far (held lines, committed, tentative)."""
+        return join_parts(*self.held, (self.committed + self.tentative).strip())
 
 
 @dataclass
@@ -143,10 +146,16 @@ class PartialLine:
     shown_translation: str = ""  # the part of its translation left after mask-k
     hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
     speaker: str = ""
+    held: tuple[str, ...] = ()  # finished lines waiting for verification, each shown as a line of its own
 
     @property
     def shown_source(self) -> str:
-        """The partial source line as shown."""
+        """The partial source as shown, as one text (held lines, then the partial line)."""
+        return join_parts(*self.held, self.committed, self.shown_tentative)
+
+    @property
+    def shown_line(self) -> str:
+        """The partial line alone as shown (without the held lines above it)."""
         return join_parts(self.committed, self.shown_tentative)
 
 

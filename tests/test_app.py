@@ -688,12 +688,13 @@ def _frame():
     return CaptionView(
         [CaptionLine(Sentence(0, "We start at nine.", 0.0, 1.0), "Wir beginnen um neun."),
          CaptionLine(Sentence(1, "The room is booked.", 1.0, 2.0), None, provisional="Der Raum ist")],
-        [PartialLine("And then", " we go", "Und dann gehen")])
+        [PartialLine("And then", " we go", "Und dann gehen", held=("It has a view.",))])
 
 
 def test_reading_mode_shows_only_finished_words_and_is_switched_from_the_overlay(qtbot, app_dirs):
     """Reading mode: the committed part of the speech and frozen translations only; the unconfirmed
-    words, a provisional translation and the partial line's translation are not painted. The
+    words, a finished line still waiting for its verification (shown otherwise on a row of its own),
+    a provisional translation and the partial line's translation are not painted. The
     overlay's menu switch reaches the settings (saved) and the overlay."""
     from app.controllers.app import AppController
     from app.views.layout import line_text
@@ -705,7 +706,8 @@ def test_reading_mode_shows_only_finished_words_and_is_switched_from_the_overlay
         assert c.apply_setting("overlay.lines", 6)
         c.overlay_controller.show_captions(_frame())
         src, tr = c.overlay.visible_lines()
-        assert [line_text(x) for x in src] == ["We start at nine.", "The room is booked.", "And then we go"]
+        assert [line_text(x) for x in src] == ["We start at nine.", "The room is booked.", "It has a view.",
+                                               "And then we go"]
         assert [line_text(x) for x in tr] == ["Wir beginnen um neun.", "Der Raum ist", "Und dann gehen"]
         c.overlay.reading_mode_requested.emit(True)  # the overlay menu's check box
         assert c.settings.overlay.reading_mode and load_settings().overlay.reading_mode

@@ -492,3 +492,50 @@ def test_level_meter_listens_to_the_system_audio(pulse):
         monitor.stop()
     assert not errors and not monitor.alive
     assert max(quiet) <= SILENCE_DB + 1, quiet
+
+
+@pytest.mark.audio
+@pytest.mark.qt
+def test_first_run_welcome_listens_to_the_sound_chosen_checks_the_engine_and_starts(pulse, qtbot, tmp_path,
+                                                                                   monkeypatch):
+    """The desktop's first start: the welcome asks what to caption (each answer saved at once), its level
+    meter hears a tone played to the speakers once "what the computer plays" is chosen, the engine
+    calibration runs with progress and its choice is applied, and "Start captions" starts them."""
+    from PySide6.QtWidgets import QRadioButton
+
+    from app.controllers.app import AppController
+    from core.asr.calibration import load_calibration
+    from core.session.service import ServiceState
+    from core.settings import load_settings
+
+    monkeypatch.setenv("SOTTO_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path / "data"))
+    c = AppController()  # no settings file: a first run, its windows shown (offscreen)
+    try:
+        welcome = c.welcome
+        assert welcome is not None and welcome.view.isVisible()
+        progress: list[str] = []
+        c.calibration.progress.connect(lambda fraction, text: progress.append(text))
+        welcome.view.findChild(QRadioButton, "source_system").click()
+        assert load_settings().audio.source == "system"
+        welcome.view.target.setCurrentIndex(welcome.view.target.findData("de"))
+        assert load_settings().translation.target == "de"
+        bar, _note = welcome.view._meters["mic"]
+        assert not bar.isVisibleTo(welcome.view)  # only the sound chosen is metered
+        player = _play_tone(pulse, "meeting", 440.0, 3.0)
+        qtbot.waitUntil(lambda: welcome.view.level("system")[0] > -20, timeout=10_000)
+        player.wait(10)
+        qtbot.waitUntil(lambda: welcome.view.calibration_text.text().startswith("Done."), timeout=600_000)
+        cal = load_calibration()
+        assert cal is not None and cal.target == "de" and cal.choice, cal
+        assert progress and welcome.view.calibration.value() == 100
+        saved = load_settings()
+        assert all(saved.value(key) == value for key, value in cal.settings.items()), (cal.settings, saved)
+        assert cal.reason in welcome.view.calibration_text.text()
+        welcome.view.start.click()
+        assert not welcome.view.isVisible()
+        qtbot.waitUntil(lambda: c.service.state in (ServiceState.LOADING, ServiceState.RUNNING), timeout=10_000)
+        c.toggle_start()
+        qtbot.waitUntil(lambda: c.service.state == ServiceState.IDLE, timeout=120_000)
+    finally:
+        c.shutdown()

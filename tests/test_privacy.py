@@ -96,7 +96,7 @@ APP = textwrap.dedent('''
     from app.controllers.app import AppController
 
     qt = QApplication([])
-    controller = AppController(show_windows=True)
+    controller = AppController(show_windows=True, welcome=False)
     controller.apply_setting("translation.target", "de")
     controller.apply_setting("audio.source", sys.argv[1])
 

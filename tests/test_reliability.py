@@ -668,7 +668,7 @@ from PySide6.QtWidgets import QApplication
 from app.controllers.app import AppController
 
 qt = QApplication([])
-controller = AppController(show_windows=True)
+controller = AppController(show_windows=True, welcome=False)
 controller.apply_setting("translation.target", "de")
 controller.apply_setting("audio.source", sys.argv[1])
 seen = [0]

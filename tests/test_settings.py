@@ -82,6 +82,14 @@ def test_a_version_3_file_takes_the_retuned_latency_defaults_but_keeps_a_users_c
     assert load_settings(path).asr.min_chunk_s == 1.0  # a version 4 file means it
 
 
+def test_a_version_5_file_turns_verified_lines_on_unless_saved_after_it(tmp_path: Path):
+    path = tmp_path / "settings.toml"
+    path.write_text("version = 5\n[asr]\nverify_lines = false\n", encoding="utf-8")
+    assert load_settings(path).asr.verify_lines is True  # the old default, saved with the file
+    path.write_text("version = 6\n[asr]\nverify_lines = false\n", encoding="utf-8")
+    assert load_settings(path).asr.verify_lines is False  # turned off by the user (or the calibration)
+
+
 # -- when a setting applies: one mark per field, and the builders read only what is marked so --------------------
 
 

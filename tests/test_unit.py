@@ -76,6 +76,21 @@ def test_normalized_erasure_hand_checked():
     assert normalized_erasure([]) == 0.0
 
 
+def test_line_erasure_counts_within_each_line_hand_checked():
+    from core.captions.metrics import LineErasureMeter
+
+    # line 0 "a b c" shown, then replaced in place by "A b c" (erases 3 in its own row); the partial
+    # line 1 "d e" -> "d e f" erases nothing. One text would count line 1 as erased too (5).
+    meter, one = LineErasureMeter(), ErasureMeter()
+    for lines in ({0: "a b c", 1: "d e"}, {0: "A b c", 1: "d e f"}, {0: "A b c", 1: "d x"}):
+        meter.add(lines)
+        one.add(" ".join(lines.values()))
+    assert meter.erased == 3 + 2 and meter.final_length == 5 and meter.value == pytest.approx(1.0)
+    assert one.erased == 5 + 2
+    meter.add({0: "A b c"})  # a row that disappears erases its tokens
+    assert meter.erased == 5 + 2
+
+
 def test_cjk_tokenised_per_character():
     assert tokenize("今天天气很好。", "zh") == ["今", "天", "天", "气", "很", "好", "。"]
     assert tokenize("東京 Tower です", "ja") == ["東", "京", "Tower", "で", "す"]

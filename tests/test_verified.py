@@ -62,19 +62,33 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_eng
     assert transcriber.fallbacks <= 1
 
 
-def test_held_lines_stay_on_screen_as_committed_until_verified(verified_engine, shared):
-    """A finished line waits for a second of audio after it; meanwhile it is the committed start of the
-    partial line (shown solid), and it leaves the partial when its verified text is committed."""
+def test_held_lines_are_shown_as_lines_of_their_own_and_replaced_in_place(verified_engine, shared):
+    """A finished line waits for ``lookahead_s`` of audio after it; meanwhile it is a held line of the
+    update (not part of the partial line's committed words), shown on a row of its own; its
+    verified text then takes that row, and the partial line under it is not touched."""
     from core.audio import decode_file
+    from core.asr.verified import VerifyOptions
+    from core.captions.policy import CaptionPolicy, shown_lines
 
-    transcriber, updates = _stream(verified_engine, decode_file(shared / "asr" / "jfk.flac"))
-    held = [u for u in updates if transcriber.lines and any(
-        x.drafted and u.committed.startswith(x.drafted) for x in transcriber.lines)]
+    transcriber, updates = _stream(verified_engine, decode_file(shared / "asr" / "mfa_acoustic_corpus.wav"))
+    held = {x.drafted for u in updates for x in transcriber.lines if x.drafted in u.held}
     assert held, "no update showed a finished line while it waited for its verification"
-    first_line = transcriber.lines[0]
+    first_line = next(x for x in transcriber.lines if x.drafted in held)
+    held_at = [i for i, u in enumerate(updates) if first_line.drafted in u.held]
+    assert not any(u.committed.strip().startswith(first_line.drafted) for u in updates)
     commit = next(i for i, u in enumerate(updates) if first_line.sentence in u.sentences)
-    assert not updates[commit].committed.startswith(first_line.drafted)
-    assert first_line.end >= first_line.sentence.end + 1.0 - 1e-6 or first_line is transcriber.lines[-1]
+    assert held_at[-1] == commit - 1 and first_line.drafted not in updates[commit].held
+    assert all(x.end >= x.drafted_end + VerifyOptions().lookahead_s - 1e-6 for x in transcriber.lines[:-1])
+
+    policy = CaptionPolicy(mask_k=3)
+    views = [policy.on_transcript(u) for u in updates]
+    before, after = shown_lines(views[commit - 1]), shown_lines(views[commit])
+    row = next(k for k, text in before.items() if text == first_line.drafted)
+    assert after[row] == first_line.sentence.text  # the verified line on the held line's row
+    assert views[commit - 1].partial.held[0] == first_line.drafted
+    # the partial line's row keeps its place; and what the translator reads still holds the held lines
+    partial_row = (row[0], row[1] + len(views[commit - 1].partial.held))
+    assert partial_row in after and updates[commit - 1].partial.startswith(first_line.drafted)
 
 
 def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word():

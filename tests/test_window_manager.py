@@ -46,7 +46,7 @@ APP = textwrap.dedent("""
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Sotto")
     app.setQuitOnLastWindowClosed(False)
-    c = AppController(preload=False)
+    c = AppController(preload=False, welcome=False)
     app.aboutToQuit.connect(c.shutdown)
     _quit_on_signals(app)
 

@@ -32,21 +32,26 @@ from ..views.history_window import HistoryWindow
 from ..views.icons import app_icon
 from ..views.settings_panel import SettingsPanel
 from .bridge import ServiceBridge
+from .calibration import CalibrationJob
 from .downloads import ModelDownloads
 from .history import HistoryController
 from .hotkeys import HotkeyController
 from .overlay import OverlayController
 from .settings import SettingsController
+from .welcome import WelcomeController
 
-WELCOME = ("Welcome to Sotto. The bundled models are ready: Whisper tiny.en for English speech and "
-           "Gemma 3 270M for translation. Bigger, more accurate models are in Settings → Models.")
+WELCOME = ("Welcome to Sotto. The bundled models are ready: Whisper tiny.en shows English speech as it is "
+           "said, Whisper base checks each finished line, and Gemma 3 270M translates. Bigger, more "
+           "accurate models are in Settings → Models.")
 
 
 class AppController(QObject):
     """Owns the windows, the settings and the caption service for one app run."""
 
     def __init__(self, store: ModelStore | None = None, history: CaptionHistory | None = None,
-                 show_windows: bool = True, preload: bool = True) -> None:
+                 show_windows: bool = True, preload: bool = True, welcome: bool = True) -> None:
+        """``welcome``: on a first run with windows shown, open the welcome (:mod:`.welcome`), which
+        also runs the engine calibration; scripts that drive the app themselves turn it off."""
         super().__init__()
         self.store = store or ModelStore()
         self.history = history or CaptionHistory()
@@ -60,7 +65,9 @@ class AppController(QObject):
         self.bridge = ServiceBridge()
         self.service = CaptionService(settings, self.bridge, self.store, self.history)
         self.downloads = ModelDownloads(self.store)
-        self.settings_controller = SettingsController(settings, self.service, self.store, self.downloads)
+        self.calibration = CalibrationJob(self.store)
+        self.settings_controller = SettingsController(settings, self.service, self.store, self.downloads,
+                                                      self.calibration)
         self.overlay_controller = OverlayController(self.settings_controller, self.service)
         self.history_controller = HistoryController(self.history)
         self.hotkey_controller = HotkeyController(self.settings_controller)
@@ -70,6 +77,7 @@ class AppController(QObject):
         self.tray: TrayIcon | None = None
         if QSystemTrayIcon.isSystemTrayAvailable():
             self.tray = TrayIcon(self.icon, self.window)
+        self.welcome: WelcomeController | None = None
         self._shut_down = False
         self._error_shown = False  # an error is on the control window (falling behind does not replace it)
         self._connect()
@@ -87,6 +95,8 @@ class AppController(QObject):
         self.hotkey_controller.start()
         if preload:
             self.service.preload()
+        if welcome and show_windows and self.first_run and not startup_problem:
+            self.open_welcome()
 
     @property
     def settings(self) -> Settings:
@@ -153,6 +163,20 @@ class AppController(QObject):
         self.window.show_message(level, text)
 
     # -- actions -------------------------------------------------------------------------------------
+    def open_welcome(self) -> WelcomeController:
+        """The first-run welcome: what to caption, the languages, a level meter, the engine check."""
+        if self.welcome is None:
+            self.welcome = WelcomeController(self.settings_controller, self.calibration, self.icon)
+            self.welcome.start_requested.connect(self._start_after_welcome)
+            self.welcome.calibrated.connect(
+                lambda reason: self.window.show_message(MessageLevel.INFO, f"Speech engine: {reason}"))
+        self.welcome.open()
+        return self.welcome
+
+    def _start_after_welcome(self) -> None:
+        if self.service.state == ServiceState.IDLE:
+            self.toggle_start()
+
     def toggle_start(self) -> None:
         """Start captions, or stop them if they run."""
         if self.service.state == ServiceState.IDLE:
@@ -218,6 +242,9 @@ class AppController(QObject):
         self.overlay_controller.flush_geometry()
         self.hotkey_controller.close()
         self.settings_controller.stop_meter()
+        if self.welcome is not None:
+            self.welcome.close()
+        self.calibration.cancel()
         self.downloads.shutdown()
         self.service.shutdown()
         if self.tray is not None:
@@ -225,3 +252,4 @@ class AppController(QObject):
         self.overlay_controller.close()
         self.settings_controller.close()
         self.history_controller.close()
+        self.calibration.wait(10.0)

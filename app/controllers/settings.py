@@ -24,6 +24,7 @@ from core.session.service import CaptionService, ServiceState
 from core.settings import Settings, check_combination, save_settings, settings_path
 
 from ..views.settings_panel import SettingsPanel
+from .calibration import CalibrationJob, choice_settings
 from .downloads import ModelDownloads
 
 _MODEL_KINDS = {"asr.model": "whisper-ct2", "asr.drafter": "whisper-ct2", "asr.verifier": "whisper-ct2",
@@ -37,6 +38,32 @@ class _LevelSignals(QObject):
     error = Signal(str, str)  # stream, sentence
 
 
+def level_streams(settings: Settings) -> dict[str, str]:
+    """The live sounds chosen in ``settings`` as level meters hear them: ``{"mic"|"system": source}``."""
+    audio = settings.audio
+    mic = f"mic:{audio.device}" if audio.device else "mic"
+    streams = {"mic": {"mic": mic}, "both": {"mic": mic, "system": "system"}}.get(audio.source)
+    if streams is None:
+        streams = {"system": audio.source} if is_live(audio.source) else {}
+    return streams
+
+
+def calibration_summary() -> str:
+    """What the saved engine calibration chose and why, in a sentence or two (for Settings › Compute)."""
+    from core.asr.calibration import load_calibration, same_machine
+
+    try:
+        cal = load_calibration()
+    except Exception as exc:  # a damaged file: say so; checking again replaces it
+        return f"The saved speed check could not be read ({exc}); check again."
+    if cal is None:
+        return "Not checked yet on this computer."
+    when = f"Checked {cal.date} on {cal.machine}"
+    if not same_machine(cal):
+        when += " (another computer: check again)"
+    return f"{cal.reason} {when}."
+
+
 class SettingsController(QObject):
     """The settings in force, and what the settings panel's edits, downloads and meter do."""
 
@@ -45,23 +72,28 @@ class SettingsController(QObject):
     hotkey_recording = Signal(bool)  # the panel records a hotkey: global hotkeys step aside meanwhile
 
     def __init__(self, settings: Settings, service: CaptionService, store: ModelStore,
-                 downloads: ModelDownloads) -> None:
+                 downloads: ModelDownloads, calibration: CalibrationJob | None = None) -> None:
         super().__init__()
         self.settings = settings
         self.service = service
         self.store = store
         self.downloads = downloads
+        self.calibration = calibration or CalibrationJob(store)
         self.panel: SettingsPanel | None = None
         self._use_when_downloaded: str | None = None  # the advised model, used once its download ends
         self._levels: list[LevelMonitor] = []
         self._meter_on = False
         self._hotkey_problems: dict[str, str] = {}  # from the hotkeys controller, for the Hotkeys tab
+        self._applying_calibration = False
         self._level_signals = _LevelSignals()
         self._level_signals.level.connect(lambda s, v: self.panel.show_level(s, v) if self.panel else None)
         self._level_signals.error.connect(lambda s, t: self.panel.show_level_error(s, t) if self.panel else None)
         downloads.progress.connect(self._on_download_progress)
         downloads.finished.connect(self._on_download_finished)
         downloads.failed.connect(self._on_download_failed)
+        self.calibration.progress.connect(self._on_calibration_progress)
+        self.calibration.finished.connect(self._on_calibrated)
+        self.calibration.failed.connect(self._on_calibration_failed)
 
     # -- the settings in force -----------------------------------------------------------------------
     def set_quietly(self, key: str, value) -> None:
@@ -145,6 +177,8 @@ class SettingsController(QObject):
         panel.cancel_download.connect(self.downloads.cancel)
         panel.meter_wanted.connect(self._meter)
         panel.advice_accepted.connect(self.use_advised)
+        panel.calibrate_requested.connect(self.calibrate)
+        panel.show_calibration(calibration_summary())
         panel.show_hotkey_problems(self._hotkey_problems)
         panel.hotkey_recording.connect(self.hotkey_recording.emit)
         self.panel = panel
@@ -216,6 +250,34 @@ class SettingsController(QObject):
         self._refresh_models()
         self._answer(not message, message or f"Download of {name} paused; Download resumes it.")
 
+    # -- the engine calibration (Settings › Compute) --------------------------------------------------------
+    def calibrate(self) -> None:
+        """Measure again which speech engine keeps up here; its choice is applied when it ends."""
+        if not self.calibration.start(self.settings):
+            self._answer(True, "The speed check is already running.")
+            return
+        self._applying_calibration = True
+        if self.panel is not None:
+            self.panel.show_calibration_progress(0.0, "Checking how fast this computer runs the speech models…")
+
+    def _on_calibration_progress(self, fraction, text: str) -> None:
+        if self.panel is not None:
+            self.panel.show_calibration_progress(fraction, text)
+
+    def _on_calibrated(self, result) -> None:
+        if self._applying_calibration:  # (the welcome applies the runs it started)
+            self._applying_calibration = False
+            for key, value in choice_settings(result).items():
+                if self.settings.value(key) != value:
+                    self.apply(key, value)
+        if self.panel is not None:
+            self.panel.show_calibration(calibration_summary())
+
+    def _on_calibration_failed(self, text: str) -> None:
+        self._applying_calibration = False
+        if self.panel is not None:
+            self.panel.show_calibration(calibration_summary(), text or "The speed check was stopped.")
+
     # -- level meter (while the Audio tab is shown) -------------------------------------------------------
     def _meter(self, wanted: bool) -> None:
         """Level meters for the live sound chosen: the microphone, the system audio, or both."""
@@ -225,11 +287,7 @@ class SettingsController(QObject):
         self._levels = []
         if not wanted:
             return
-        audio = self.settings.audio
-        mic = f"mic:{audio.device}" if audio.device else "mic"
-        streams = {"mic": {"mic": mic}, "both": {"mic": mic, "system": "system"}}.get(audio.source)
-        if streams is None:
-            streams = {"system": audio.source} if is_live(audio.source) else {}
+        streams = level_streams(self.settings)
         signals = self._level_signals
         for stream, spec in streams.items():
             self._levels.append(LevelMonitor(spec, lambda db, s=stream: signals.level.emit(s, db),

@@ -9,7 +9,8 @@ in the tentative colour and italic. Lines are wrapped greedily (see
 :mod:`app.views.layout`), so an update never reflows committed lines.
 
 In reading mode (``overlay.reading_mode``) only finished words are shown: the committed part
-of the speech and the frozen translations, never a word that may still change. The translation
+of the speech and the frozen translations, never a word that may still change (so not a finished
+line while it waits for its verification, which the other mode shows as a line of its own). The translation
 may have a size of its own (``overlay.translation_font_size``), and the text an outline or a
 shadow (``overlay.outline``) so it stays readable over bright video and in screen recordings.
 
@@ -181,6 +182,8 @@ class CaptionOverlay(QWidget):
         paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
                       for line in self._lines(view)]
         for p in self._partials(view):
+            if not self.look.reading_mode:  # a held line may still change when it is verified
+                paragraphs += [[(_label(p.speaker) + text.strip(), COMMITTED)] for text in p.held if text.strip()]
             tentative = "" if self.look.reading_mode else p.shown_tentative.strip()
             partial = [(p.committed.strip(), COMMITTED), (tentative, TENTATIVE)]
             if any(text for text, _ in partial):

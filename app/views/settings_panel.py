@@ -141,6 +141,7 @@ class SettingsPanel(QDialog):
     advice_accepted = Signal(str)  # the advised translation model: download it if needed, then use it
     meter_wanted = Signal(bool)  # the Audio tab is shown / hidden
     hotkey_recording = Signal(bool)  # a hotkey box has the focus: the keys pressed are for it, not global hotkeys
+    calibrate_requested = Signal()  # "Check again": measure which speech engine keeps up here
 
     def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
                  cuda_available: bool, outputs: list[tuple[str, str]] | None = None,
@@ -444,6 +445,24 @@ class SettingsPanel(QDialog):
             cuda_item.setEnabled(False)
             cuda_item.setToolTip("No CUDA GPU was found on this machine.")
         form.addRow("Speech model runs on", self.compute)
+        self.engine_choice = QLabel("")
+        self.engine_choice.setObjectName("engineChoice")
+        self.engine_choice.setWordWrap(True)
+        self.calibrate = QPushButton("Check again")
+        self.calibrate.setObjectName("calibrateButton")
+        self.calibrate.setToolTip("Measures which speech engine keeps up with live speech on this computer, with "
+                                  "the translation chosen, and uses the most accurate one that does (about a "
+                                  "minute; the first time a little longer).")
+        self.calibration_bar = QProgressBar()
+        self.calibration_bar.setObjectName("calibrationBar")
+        self.calibration_bar.setRange(0, 100)
+        self.calibration_bar.setVisible(False)
+        row = QHBoxLayout()
+        row.addWidget(self.calibration_bar, 1)
+        row.addWidget(self.calibrate)
+        form.addRow("Speech engine for this computer", self.engine_choice)
+        form.addRow("", row)
+        self.calibrate.clicked.connect(self.calibrate_requested.emit)
         self.gpu_layers = QSpinBox()
         self.gpu_layers.setRange(*_ints(value_range("translation.n_gpu_layers")))
         self.gpu_layers.setSpecialValueText("all (-1)")
@@ -633,6 +652,22 @@ class SettingsPanel(QDialog):
         row = self._row_for_model(name)
         if row is not None:
             row.end_progress()
+
+    def show_calibration(self, summary: str, problem: str = "") -> None:
+        """The saved engine calibration (its choice and why), and a problem of the last run."""
+        self.calibration_bar.setVisible(False)
+        self.calibrate.setEnabled(True)
+        self.engine_choice.setText(f"{problem} {summary}".strip() if problem else summary)
+
+    def show_calibration_progress(self, fraction: float | None, text: str) -> None:
+        self.calibration_bar.setVisible(True)
+        self.calibrate.setEnabled(False)
+        if fraction is None:
+            self.calibration_bar.setRange(0, 0)
+        else:
+            self.calibration_bar.setRange(0, 100)
+            self.calibration_bar.setValue(round(100 * fraction))
+        self.engine_choice.setText(text)
 
     def show_result(self, ok: bool, text: str) -> None:
         """The controller's answer to the last change: refused (red) or a note."""

@@ -58,6 +58,35 @@ class ErasureMeter:
         return self.erased / self.final_length if self.final_length else 0.0
 
 
+class LineErasureMeter:
+    """NE of a display that shows lines on rows of their own: each state is a mapping from a
+    line's key to its text, and a line's erasure is counted within that line (a line that
+    disappears erases all its tokens); divided, like NE, by the tokens of the latest state."""
+
+    def __init__(self, lang: str | None = None) -> None:
+        self.lang = lang
+        self._previous: dict = {}
+        self.erased = 0
+        self.updates = 0
+
+    def add(self, lines: dict) -> None:
+        """Record the next displayed state (``{key: text}``)."""
+        tokens = {key: tokenize(text, self.lang) for key, text in lines.items()}
+        self.erased += sum(erasure(prev, tokens.get(key, [])) for key, prev in self._previous.items())
+        self._previous = tokens
+        self.updates += 1
+
+    @property
+    def final_length(self) -> int:
+        """Tokens in the latest state."""
+        return sum(len(t) for t in self._previous.values())
+
+    @property
+    def value(self) -> float:
+        """NE so far, per line (relative to the latest state)."""
+        return self.erased / self.final_length if self.final_length else 0.0
+
+
 def word_error_rate(reference: str, hypothesis: str) -> float:
     """WER of two already-normalised strings (word-level Levenshtein / reference length)."""
     ref, hyp = reference.split(), hypothesis.split()

@@ -18,7 +18,9 @@ None is hidden while the speaker pauses after them (``show_at_pause``): they wer
 decoded with silence after them, and waiting would keep a sentence's end off the
 screen for the whole pause.
 Every displayed state feeds the NE meters of the model output and of the
-displayed text, for source and translation.
+displayed text, for source and translation; the displayed source also feeds a
+per-line meter (:func:`shown_lines`): a display shows each line on a row of its own,
+so a word replaced in one line moves none of the lines under it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..stream import CaptionLine, CaptionView, PartialLine, TranscriptUpdate, TranslationUpdate, Word
 from ..text import join_parts, joiner, tokenize
-from .metrics import ErasureMeter
+from .metrics import ErasureMeter, LineErasureMeter
 
 
 def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
@@ -47,6 +49,24 @@ def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
     return text[:pos].rstrip(), len(tokens) - keep
 
 
+def shown_lines(view: CaptionView) -> dict[tuple[str, int], str]:
+    """The source lines of ``view`` as a display lays them out, keyed by (speaker, the line's
+    place among that speaker's lines): finished lines, then each stream's held lines and its
+    partial line. A held line and the verified line that replaces it share a key, as does a
+    partial line and the line it becomes."""
+    out: dict[tuple[str, int], str] = {}
+    count: dict[str, int] = {}
+    for line in view.lines:
+        n = count.get(line.sentence.speaker, 0)
+        out[(line.sentence.speaker, n)] = line.sentence.text
+        count[line.sentence.speaker] = n + 1
+    for p in view.partials:
+        n = count.get(p.speaker, 0)
+        for i, text in enumerate((*p.held, p.shown_line)):
+            out[(p.speaker, n + i)] = text
+    return out
+
+
 @dataclass
 class _Partial:
     """One stream's partial sentence as the models gave it."""
@@ -57,6 +77,7 @@ class _Partial:
     paused: bool = False  # the speaker paused after the tentative words
     tentative_words: tuple[Word, ...] = ()  # the tentative words with their times
     audio_time: float = 0.0  # how far this stream's audio was heard when they were decoded
+    held: tuple[str, ...] = ()  # finished lines waiting for verification
 
 
 @dataclass
@@ -82,6 +103,7 @@ class CaptionPolicy:
     def __post_init__(self) -> None:
         self.source_output = ErasureMeter(self.source_lang)
         self.source_display = ErasureMeter(self.source_lang)
+        self.source_display_lines = LineErasureMeter(self.source_lang)
         self.translation_output = ErasureMeter(self.target_lang)
         self.translation_display = ErasureMeter(self.target_lang)
         self._by_index: dict[int, CaptionLine] = {}
@@ -108,6 +130,7 @@ class CaptionPolicy:
         partial.tentative = update.tentative
         partial.paused = update.paused
         partial.tentative_words = update.tentative_words
+        partial.held = update.held
         partial.audio_time = update.audio_time
         self.audio_time = max(self.audio_time, update.audio_time)
         final = update.final and len(self._partials) == 1  # with several streams the others stay masked
@@ -143,7 +166,7 @@ class CaptionPolicy:
             else:
                 tentative, hidden = mask_tokens(p.tentative, k, self.source_lang)
             translation, _ = mask_tokens(p.translation, k_tr, self.target_lang)
-            shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker))
+            shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker, p.held))
         return CaptionView(list(self.lines), shown, self.audio_time)
 
     def _heard(self, p: _Partial) -> tuple[str, int]:
@@ -168,10 +191,11 @@ class CaptionPolicy:
 
     def _record_source(self, final: bool = False) -> None:
         done = self._finished_source()
-        self.source_output.add(join_parts(done, *(join_parts(p.committed, p.tentative)
+        self.source_output.add(join_parts(done, *(join_parts(*p.held, p.committed, p.tentative)
                                                   for p in self._partials.values())))
         view = self.view(final=final)
         self.source_display.add(join_parts(done, *(p.shown_source for p in view.partials)))
+        self.source_display_lines.add(shown_lines(view))
 
     def _translation_text(self, partials: list[str]) -> str:
         sep = joiner(self.target_lang)
@@ -186,6 +210,7 @@ class CaptionPolicy:
         """Record the final state (nothing hidden)."""
         for partial in self._partials.values():
             partial.committed = partial.tentative = partial.translation = ""
+            partial.held = ()
         self._record_source(final=True)
         if self.target_lang:
             self._record_translation()
@@ -195,6 +220,7 @@ class CaptionPolicy:
         out = {
             "ne_source_output": round(self.source_output.value, 4),
             "ne_source_display": round(self.source_display.value, 4),
+            "ne_source_display_lines": round(self.source_display_lines.value, 4),
         }
         if self.target_lang:
             out["ne_translation_output"] = round(self.translation_output.value, 4)

@@ -97,6 +97,7 @@ class CaptionJournal:
             "sentences": [asdict(s) for s in update.sentences],
             "committed": update.committed,
             "tentative": update.tentative,
+            **({"held": list(update.held)} if update.held else {}),
             "shown": shown,
             "final": update.final,
             **({"speaker": update.speaker} if update.speaker else {}),
