@@ -66,8 +66,8 @@ def test_held_lines_are_shown_as_lines_of_their_own_and_replaced_in_place(verifi
     """A finished line waits for ``lookahead_s`` of audio after it; meanwhile it is a held line of the
     update (not part of the partial line's committed words), shown on a row of its own; its
     verified text then takes that row, and the partial line under it is not touched."""
-    from core.audio import decode_file
     from core.asr.verified import VerifyOptions
+    from core.audio import decode_file
     from core.captions.policy import CaptionPolicy, shown_lines
 
     transcriber, updates = _stream(verified_engine, decode_file(shared / "asr" / "mfa_acoustic_corpus.wav"))
