@@ -81,6 +81,9 @@ def _setting(default: Any, applies: Applies, *, lo: float | None = None, hi: flo
 
 
 _COLOUR = {"pattern": re.compile(r"^#[0-9a-fA-F]{6}$"), "pattern_doc": "a colour like #ffcc00"}
+_PLACE = r"[^|]+=-?\d+,-?\d+,\d+,\d+"
+_PLACES = {"pattern": re.compile(rf"^$|^{_PLACE}( \| {_PLACE})*$"),
+           "pattern_doc": "screen places like 'HDMI-1=100,700,900,170 | eDP-1=0,500,800,160'"}
 
 
 @dataclass
@@ -198,6 +201,9 @@ class OverlaySettings:
     width: int = _setting(900, LIVE, lo=200, hi=10000)
     height: int = _setting(170, LIVE, lo=60, hi=4000)
     screen: str = _setting("", LIVE)  # the screen the overlay was last on (by name)
+    # where it was on each screen it has been on: "NAME=x,y,width,height" (x, y from the screen's top-left
+    # corner) joined by " | " (overlay_places)
+    places: str = _setting("", LIVE, **_PLACES)
 
 
 # A key combination in Qt's portable key-sequence text (QKeySequence.PortableText): modifiers, then one
@@ -267,6 +273,27 @@ class Settings:
 
 
 _SECTIONS = ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
+
+Place = tuple[int, int, int, int]  # x, y, width, height
+
+
+def overlay_places(text: str) -> dict[str, Place]:
+    """``overlay.places`` as {screen name: (x, y, width, height)}."""
+    places: dict[str, Place] = {}
+    for entry in filter(None, (e.strip() for e in text.split(" | "))):
+        name, _, numbers = entry.rpartition("=")
+        x, y, w, h = (int(v) for v in numbers.split(","))
+        places[name] = (x, y, w, h)
+    return places
+
+
+def with_place(text: str, screen: str, place: Place, keep: int = 8) -> str:
+    """``overlay.places`` with ``screen`` at ``place`` (most recent last; at most ``keep`` screens)."""
+    places = overlay_places(text)
+    places.pop(screen, None)
+    places[screen] = place
+    kept = list(places.items())[-keep:]
+    return " | ".join(f"{name}={x},{y},{w},{h}" for name, (x, y, w, h) in kept if "|" not in name)
 
 
 def _field(key: str) -> dataclasses.Field:

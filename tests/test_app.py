@@ -6,6 +6,7 @@ caption service loads the bundled models on its own threads, as in the app.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -213,6 +214,59 @@ def test_overlay_geometry_and_style_are_remembered(qtbot, app_dirs):
         assert g.height() >= c2.overlay.content_height()
     finally:
         c2.shutdown()
+
+
+# Two runs of the app on Qt's offscreen platform with the screens of a JSON file (Qt's own "configfile"
+# option): the overlay is put on each screen in turn and the screens it knows are printed.
+SCREENS_APP = textwrap.dedent("""
+    import json, sys
+    from PySide6.QtWidgets import QApplication
+    from app.controllers.app import AppController
+
+    qt = QApplication([])
+    c = AppController(show_windows=True, preload=False, welcome=False)
+    print("SCREENS", json.dumps([s.name() for s in qt.screens()]), flush=True)
+    g = c.overlay.geometry()
+    print("AT", c.overlay.screen().name(), g.x(), g.y(), g.width(), flush=True)
+    for name, x, y, w in json.loads(sys.argv[1]):  # put it there as a drag would, then save as the timer does
+        c.overlay.setGeometry(x, y, w, 160)
+        qt.processEvents()
+        print("MOVED", c.overlay.screen().name(), flush=True)
+        c.overlay_controller.save_geometry()
+    c.shutdown()
+""")
+
+
+def _screens(tmp_path: Path, screens: list[tuple[str, int, int, int, int]]) -> str:
+    config = tmp_path / f"screens-{len(screens)}.json"
+    config.write_text(json.dumps({"screens": [
+        {"name": n, "x": x, "y": y, "width": w, "height": h, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}
+        for n, x, y, w, h in screens]}), encoding="utf-8")
+    return f"offscreen:configfile={config}"
+
+
+def test_the_overlay_remembers_its_place_on_each_screen(app_dirs):
+    """A laptop with a monitor: the overlay is placed on the monitor, then on the laptop's screen. Unplugged
+    (only the monitor left... then only the laptop), it comes back where it was on the screen that is there."""
+    both = _screens(app_dirs, [("LAPTOP", 0, 0, 1280, 800), ("MONITOR", 1280, 0, 1920, 1080)])
+    env = {**os.environ, "SOTTO_CONFIG_DIR": str(app_dirs / "config"), "SOTTO_DATA_DIR": str(app_dirs / "data")}
+
+    def run(platform: str, moves: list) -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", SCREENS_APP, json.dumps(moves)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, env={**env, "QT_QPA_PLATFORM": platform})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [line for line in proc.stdout.splitlines() if line.startswith(("SCREENS", "AT", "MOVED"))]
+
+    out = run(both, [["MONITOR", 1500, 850, 700], ["LAPTOP", 100, 600, 800]])
+    assert out[0] == 'SCREENS ["LAPTOP", "MONITOR"]' and out[2:] == ["MOVED MONITOR", "MOVED LAPTOP"], out
+    from core.settings import load_settings, overlay_places
+
+    saved = load_settings().overlay
+    assert saved.screen == "LAPTOP" and overlay_places(saved.places) == {
+        "MONITOR": (220, 850, 700, 160), "LAPTOP": (100, 600, 800, 160)}, saved  # from each screen's corner
+    # the laptop's screen gone (the monitor is now the desktop's left edge): where it was on the monitor
+    assert run(_screens(app_dirs, [("MONITOR", 0, 0, 1920, 1080)]), [])[1] == "AT MONITOR 220 850 700"
+    assert run(both, [])[1] == "AT LAPTOP 100 600 800"  # both again: the screen it was last on
 
 
 def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs):
@@ -778,3 +832,69 @@ def test_outline_and_shadow_draw_dark_edges_that_keep_text_readable_on_white(qtb
                           if QColor(image.pixel(x, y)).lightness() < 90)
     assert dark["none"] == 0, dark
     assert dark["outline"] > 200 and dark["shadow"] > 200, dark
+
+
+def test_the_control_windows_shortcuts_follow_the_hotkeys_bindings(qtbot, app_dirs):
+    """Rebinding a hotkey in Settings › Hotkeys moves the control window's own shortcut (and its tooltip) too:
+    the new keys work in the window, the old ones no longer do."""
+    from app.controllers.app import AppController
+
+    c = AppController(show_windows=False, preload=False, welcome=False)
+    try:
+        c.window.show()
+        qtbot.waitExposed(c.window)
+        c.window.activateWindow()
+        ctrl_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_shift)
+        assert c.settings.overlay.visible is False  # the default binding hides the captions
+        assert c.apply_setting("hotkeys.overlay", "Ctrl+Alt+K")
+        assert c.window.shortcuts["overlay"].shortcut().toString() == "Ctrl+Alt+K"
+        assert "(Ctrl+Alt+K)" in c.window.overlay.toolTip()
+        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_shift)  # the old keys: nothing
+        assert c.settings.overlay.visible is False
+        qtbot.keyClick(c.window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)
+        assert c.settings.overlay.visible is True
+        assert c.apply_setting("hotkeys.overlay", "")  # no binding: no shortcut, a plain tooltip
+        assert c.window.shortcuts["overlay"].shortcut().isEmpty() and "(" not in c.window.overlay.toolTip()
+    finally:
+        c.shutdown()
+
+
+def test_a_later_start_without_an_engine_check_runs_one_in_the_background_and_applies_it(qtbot, app_dirs):
+    """A Sotto from before the engine check (a settings file, no calibration): the check runs at start with
+    its progress in the control window, its choice replaces the saved engine, Settings › Compute says why,
+    and the next start does not check again. Starting captions stops a check still running."""
+    from app.controllers.app import AppController
+    from core.asr.calibration import load_calibration
+    from core.settings import Settings, load_settings, save_settings
+
+    save_settings(Settings().with_value("asr.verify_lines", False).with_value("translation.target", "none")
+                  .with_value("audio.source", "demo"))
+    c = AppController(preload=False)
+    try:
+        assert c.calibration.running and c.window.progress.isVisibleTo(c.window)
+        c.toggle_start()  # captions first: the check stops
+        qtbot.waitUntil(lambda: not c.calibration.running, timeout=60_000)
+        assert load_calibration() is None
+        if c.service.state != "idle":
+            c.toggle_start()
+        qtbot.waitUntil(lambda: c.service.state == "idle", timeout=60_000)
+    finally:
+        c.shutdown()
+    c = AppController(preload=False)
+    try:
+        assert c.calibration.running
+        qtbot.waitUntil(lambda: load_calibration() is not None, timeout=600_000)
+        cal = load_calibration()
+        qtbot.waitUntil(lambda: all(c.settings.value(k) == v for k, v in cal.settings.items()), timeout=10_000)
+        assert cal.choice and all(load_settings().value(k) == v for k, v in cal.settings.items()), cal.settings
+        assert load_settings().asr.verify_lines == (cal.settings["asr.verify_lines"])
+        panel = c.show_settings()
+        assert cal.reason in panel.engine_choice.text()
+    finally:
+        c.shutdown()
+    c = AppController(preload=False)
+    try:
+        assert not c.calibration.running  # checked on this machine already
+    finally:
+        c.shutdown()

@@ -343,6 +343,40 @@ def test_the_overlay_stays_above_another_window_and_takes_its_clicks(desktop, ta
         app.stop()
 
 
+def test_the_overlay_is_dragged_and_resized_with_the_mouse_and_comes_back_there(desktop, tmp_path):
+    """A left-button drag on the overlay moves it (through the window manager: startSystemMove), a drag
+    of its corner grip resizes it, and the next start puts it back there (the settings the app saved)."""
+    env, logs = desktop
+    app = _start_app(desktop, tmp_path)
+    try:
+        overlay = _window(env, "Sotto captions")
+        wait_for(lambda: _mapped(env, overlay), 10, "the overlay to be shown")
+        x, y, w, h = _geometry(env, overlay)
+        _x(env, "xdotool", "mousemove", "--sync", str(x + w // 3), str(y + h // 2), "mousedown", "1")
+        for step in range(1, 11):  # a hand's drag: several motions, not one jump
+            _x(env, "xdotool", "mousemove", "--sync", str(x + w // 3 - 12 * step), str(y + h // 2 - 9 * step))
+        _x(env, "xdotool", "mouseup", "1")
+        wait_for(lambda: _geometry(env, overlay)[:2] == (x - 120, y - 90), 10, "the overlay to follow the drag")
+        x, y, w, h = _geometry(env, overlay)
+        _x(env, "xdotool", "mousemove", "--sync", str(x + w - 8), str(y + h - 8), "mousedown", "1")
+        for step in range(1, 11):
+            _x(env, "xdotool", "mousemove", "--sync", str(x + w - 8 + 6 * step), str(y + h - 8 + 4 * step))
+        _x(env, "xdotool", "mouseup", "1")
+        wait_for(lambda: _geometry(env, overlay)[2:] == (w + 60, h + 40), 10, "the overlay to follow the grip")
+        assert _geometry(env, overlay)[:2] == (x, y)  # resizing from the corner does not move it
+        _screenshot(env, logs / "overlay-dragged-and-resized.png")
+        moved = _geometry(env, overlay)
+    finally:
+        app.stop()  # SIGTERM: the app quits and saves where the overlay is
+    again = _start_app(desktop, tmp_path)
+    try:
+        overlay = _window(env, "Sotto captions")
+        wait_for(lambda: _mapped(env, overlay) and _geometry(env, overlay) == moved, 10,
+                 f"the overlay back at {moved} (it is at {_geometry(env, overlay)})")
+    finally:
+        again.stop()
+
+
 def test_click_through_lets_a_click_reach_the_window_below(desktop, target, tmp_path):
     env, logs = desktop
     app = _start_app(desktop, tmp_path)

@@ -13,6 +13,7 @@ signals.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -82,6 +83,7 @@ class AppController(QObject):
         self._error_shown = False  # an error is on the control window (falling behind does not replace it)
         self._connect()
         self.window.set_toggles(settings.overlay.visible, settings.overlay.click_through)
+        self._bind_shortcuts(settings)
         if show_windows:
             self.window.show()
             if self.tray is not None:
@@ -97,6 +99,8 @@ class AppController(QObject):
             self.service.preload()
         if welcome and show_windows and self.first_run and not startup_problem:
             self.open_welcome()
+        elif welcome and show_windows:
+            self._calibrate_if_needed()
 
     @property
     def settings(self) -> Settings:
@@ -125,6 +129,12 @@ class AppController(QObject):
         self.hotkey_controller.notice.connect(self._on_hotkey_notice)
         self.hotkey_controller.problems_changed.connect(self.settings_controller.show_hotkey_problems)
         self.settings_controller.hotkey_recording.connect(self.hotkey_controller.suspend)
+        self.settings_controller.applied.connect(
+            lambda key, new: self._bind_shortcuts(new) if key.startswith("hotkeys.") else None)
+
+    def _bind_shortcuts(self, settings: Settings) -> None:
+        """The control window's shortcuts follow the hotkeys' bindings (Settings › Hotkeys)."""
+        self.window.set_shortcuts(dataclasses.asdict(settings.hotkeys))
 
     # -- service events (UI thread) ----------------------------------------------------------------
     def _on_progress(self, progress: Progress) -> None:
@@ -173,6 +183,23 @@ class AppController(QObject):
         self.welcome.open()
         return self.welcome
 
+    def _calibrate_if_needed(self) -> None:
+        """No engine check saved for this machine (a Sotto from before it, another computer, or one stopped
+        by starting captions): run it now in the background, while captions are stopped; its choice applies."""
+        from core.asr.calibration import load_calibration, same_machine
+
+        cal = load_calibration()
+        if cal is not None and same_machine(cal):
+            return
+        self.calibration.progress.connect(self._on_calibration_progress)
+        self.calibration.finished.connect(lambda result: self.window.show_status("", 1.0))
+        self.calibration.failed.connect(lambda text: self.window.show_status("", 1.0))
+        self.settings_controller.calibrate()
+
+    def _on_calibration_progress(self, fraction, text: str) -> None:
+        if self.calibration.running:
+            self.window.show_status(f"Checking which speech engine suits this computer: {text}", fraction)
+
     def _start_after_welcome(self) -> None:
         if self.service.state == ServiceState.IDLE:
             self.toggle_start()
@@ -180,6 +207,9 @@ class AppController(QObject):
     def toggle_start(self) -> None:
         """Start captions, or stop them if they run."""
         if self.service.state == ServiceState.IDLE:
+            if self.calibration.running:  # never measured while captioning: it runs again at the next start
+                self.calibration.cancel()
+                self.window.show_status("", 1.0)
             self._error_shown = False
             self.window.show_message(MessageLevel.INFO, "")
             self.overlay_controller.new_session()

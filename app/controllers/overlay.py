@@ -14,7 +14,7 @@ from core import logger
 from core.captions.subtitles import last_lines_text
 from core.errors import SottoError
 from core.session.service import CaptionService, ServiceState
-from core.settings import Settings, value_range
+from core.settings import Settings, overlay_places, value_range, with_place
 from core.stream import CaptionView
 
 from ..views.overlay import CaptionOverlay
@@ -42,6 +42,7 @@ class OverlayController(QObject):
         s = settings.settings
         self.view = CaptionOverlay(s.overlay, s.asr.language, target_language(s))
         self._problem_shown = False  # a problem is on screen instead of captions
+        self._placed = QRect()
         self._geometry_timer = QTimer(self)
         self._geometry_timer.setSingleShot(True)
         self._geometry_timer.setInterval(600)
@@ -132,32 +133,51 @@ class OverlayController(QObject):
 
     # -- geometry --------------------------------------------------------------------------------------------
     def restore_geometry(self) -> None:
-        """Place the overlay where it was saved, kept on a screen that is there now."""
+        """Place the overlay where it was saved, kept on a screen that is there now: on the screen it was
+        last on, or (that one gone, e.g. a laptop taken from its monitor) where it was on a screen that is
+        still there, or centred at the bottom of the primary screen."""
         ov = self._settings.settings.overlay
-        screen = None
-        for s in QGuiApplication.screens():
-            if s.name() == ov.screen:
-                screen = s
-        screen = screen or QGuiApplication.primaryScreen()
+        places = overlay_places(ov.places)
+        screens = {s.name(): s for s in QGuiApplication.screens()}
+        primary = QGuiApplication.primaryScreen()
+        # the screen it was last on; else one it has a place on (the primary first); else the primary
+        name = ov.screen if ov.screen in screens else next(
+            (n for n in sorted(places, key=lambda n: primary is None or n != primary.name()) if n in screens), None)
+        screen = screens.get(name) if name else primary
+        place = places.get(name) if name else None
+        if place is not None and screen is not None:  # kept relative to its screen's corner
+            origin = screen.geometry().topLeft()
+            place = (place[0] + origin.x(), place[1] + origin.y(), place[2], place[3])
+        if place is None and name == ov.screen and name:
+            place = (ov.x, ov.y, ov.width, ov.height)
+        px, py, pw, ph = place or (-1, -1, ov.width, ov.height)
         area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)
-        width = min(ov.width, area.width())
-        height = min(max(ov.height, self.view.content_height()), area.height())
-        if ov.x == -1 and ov.y == -1:
+        width = min(pw, area.width())
+        height = min(max(ph, self.view.content_height()), area.height())
+        if place is None or (px == -1 and py == -1):
             x = area.x() + (area.width() - width) // 2
             y = area.y() + area.height() - height - 60
         else:  # keep it on the screen even if the screen got smaller
-            x = min(max(ov.x, area.x()), area.right() - width)
-            y = min(max(ov.y, area.y()), area.bottom() - height)
+            x = min(max(px, area.x()), area.right() - width)
+            y = min(max(py, area.y()), area.bottom() - height)
         self.view.setGeometry(x, y, width, height)
+        self._placed = QRect(x, y, width, height)  # where it was put: not a move of the user's to save
         self._geometry_timer.stop()
 
     def save_geometry(self) -> None:
         """Remember where the overlay is and how big (if it changed)."""
         g = self.view.geometry()
+        if g == self._placed:  # where restore_geometry put it (maybe not on the screen saved), or saved already
+            return
         screen = self.view.screen()
-        values = {"overlay.x": g.x(), "overlay.y": g.y(), "overlay.width": g.width(), "overlay.height": g.height(),
-                  "overlay.screen": screen.name() if screen is not None else ""}
+        name = screen.name() if screen is not None else ""
         current = self._settings.settings
+        values = {"overlay.x": g.x(), "overlay.y": g.y(), "overlay.width": g.width(), "overlay.height": g.height(),
+                  "overlay.screen": name}
+        if name:  # and its place on this screen (from the screen's corner: the screen may move in the desktop)
+            origin = screen.geometry().topLeft()
+            values["overlay.places"] = with_place(current.overlay.places, name,
+                                                  (g.x() - origin.x(), g.y() - origin.y(), g.width(), g.height()))
         new = current
         try:
             for key, value in values.items():
@@ -167,6 +187,7 @@ class OverlayController(QObject):
             return
         if new != current:
             self._settings.save_quietly(new)
+        self._placed = g
 
     def flush_geometry(self) -> None:
         """Save a move or resize still waiting for its timer (at quitting)."""

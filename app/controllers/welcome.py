@@ -5,8 +5,8 @@ no settings file. Each answer is applied (and saved) at once through the setting
 level meter listens to the sound chosen; the calibration (:mod:`core.asr.calibration`, on its own
 thread) measures which speech engine keeps up on this machine with the chosen translation, and its
 choice is applied when it ends. "Start captions" closes the welcome and starts captions; a
-calibration still running then goes on in the background (its choice applies at the next start).
-Later starts go straight to captions.
+calibration still running is then stopped (it is never measured while captions run) and runs
+again, in the background, at the next start. Later starts go straight to captions.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class WelcomeController(QObject):
             self._calibrate()  # the translation's cost (or the models' language) changed: measure again
 
     def start(self) -> None:
-        """Close the welcome and start captions (a calibration still running goes on)."""
+        """Close the welcome and start captions (which stops a calibration still running)."""
         self._stop_listening()
         self.view.accept()
         self.start_requested.emit()

@@ -94,19 +94,29 @@ class ControlWindow(QMainWindow):
         self.click_through.toggled.connect(self.click_through_toggled.emit)
         settings.clicked.connect(self.settings_requested.emit)
         history.clicked.connect(self.history_requested.emit)
-        self.start.setToolTip(f"Start or stop captions ({HOTKEYS['start']})")
-        self.pause.setToolTip(f"Pause captions ({HOTKEYS['pause']})")
-        self.overlay.setToolTip(f"Show or hide the caption overlay ({HOTKEYS['overlay']})")
-        self.click_through.setToolTip(f"Let the mouse pass through the overlay ({HOTKEYS['click_through']})")
+        self.shortcuts: dict[str, QAction] = {}
         self._add_shortcuts()
+        self.set_shortcuts(HOTKEYS)
 
     def _add_shortcuts(self) -> None:
         for key, handler in (("start", self.start.click), ("pause", self.pause.toggle),
                              ("overlay", self.overlay.toggle), ("click_through", self.click_through.toggle)):
             action = QAction(self)
-            action.setShortcut(QKeySequence(HOTKEYS[key]))
             action.triggered.connect(handler)
             self.addAction(action)
+            self.shortcuts[key] = action
+
+    def set_shortcuts(self, bindings: dict[str, str]) -> None:
+        """The keys of the buttons while a Sotto window has focus (the hotkeys' bindings; "" = none)."""
+        tips = {"start": "Start or stop captions", "pause": "Pause captions",
+                "overlay": "Show or hide the caption overlay",
+                "click_through": "Let the mouse pass through the overlay"}
+        buttons = {"start": self.start, "pause": self.pause, "overlay": self.overlay,
+                   "click_through": self.click_through}
+        for key, action in self.shortcuts.items():
+            keys = bindings.get(key, "")
+            action.setShortcut(QKeySequence(keys))
+            buttons[key].setToolTip(f"{tips[key]} ({keys})" if keys else tips[key])
 
     def show_state(self, state: str, detail: str) -> None:
         """Reflect the service state in the buttons."""
