@@ -844,6 +844,7 @@ def test_the_control_windows_shortcuts_follow_the_hotkeys_bindings(qtbot, app_di
         c.window.show()
         qtbot.waitExposed(c.window)
         c.window.activateWindow()
+        qtbot.waitUntil(c.window.isActiveWindow)  # shortcuts go to the active window
         ctrl_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
         qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_shift)
         assert c.settings.overlay.visible is False  # the default binding hides the captions
@@ -872,7 +873,8 @@ def test_a_later_start_without_an_engine_check_runs_one_in_the_background_and_ap
                   .with_value("audio.source", "demo"))
     c = AppController(preload=False)
     try:
-        assert c.calibration.running and c.window.progress.isVisibleTo(c.window)
+        assert c.calibration.running
+        qtbot.waitUntil(lambda: c.window.progress.isVisibleTo(c.window), timeout=30_000)  # its progress
         c.toggle_start()  # captions first: the check stops
         qtbot.waitUntil(lambda: not c.calibration.running, timeout=60_000)
         assert load_calibration() is None
@@ -891,6 +893,10 @@ def test_a_later_start_without_an_engine_check_runs_one_in_the_background_and_ap
         assert load_settings().asr.verify_lines == (cal.settings["asr.verify_lines"])
         panel = c.show_settings()
         assert cal.reason in panel.engine_choice.text()
+        base = next(r for r in cal.results if r.verifier == "whisper-base")
+        assert panel.verifier_model.combo.currentData() == "whisper-base"
+        assert f"{'keeps up' if base.keeps_up else 'too slow'} here as the verifier ({base.busy:.2f}" in \
+            panel.verifier_model.status.text()  # said where the verifier is chosen (before any download)
     finally:
         c.shutdown()
     c = AppController(preload=False)

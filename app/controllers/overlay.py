@@ -143,12 +143,12 @@ class OverlayController(QObject):
         # the screen it was last on; else one it has a place on (the primary first); else the primary
         name = ov.screen if ov.screen in screens else next(
             (n for n in sorted(places, key=lambda n: primary is None or n != primary.name()) if n in screens), None)
-        screen = screens.get(name) if name else primary
-        place = places.get(name) if name else None
+        screen = screens.get(name) if name is not None else primary
+        place = places.get(name) if name is not None else None
         if place is not None and screen is not None:  # kept relative to its screen's corner
             origin = screen.geometry().topLeft()
             place = (place[0] + origin.x(), place[1] + origin.y(), place[2], place[3])
-        if place is None and name == ov.screen and name:
+        if place is None and name is not None and name == ov.screen:  # (a screen without a name too)
             place = (ov.x, ov.y, ov.width, ov.height)
         px, py, pw, ph = place or (-1, -1, ov.width, ov.height)
         area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)

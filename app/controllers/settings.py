@@ -64,6 +64,19 @@ def calibration_summary() -> str:
     return f"{cal.reason} {when}."
 
 
+def verifier_fits(calibration=None) -> dict[str, str]:
+    """For each verifier the saved engine check timed or predicted: whether it keeps up here, in a few
+    words (shown beside the model where it is chosen, so before a download)."""
+    from core.asr.calibration import load_calibration
+
+    cal = calibration or load_calibration()
+    if cal is None:
+        return {}
+    return {r.verifier: (f"{'keeps up' if r.keeps_up else 'too slow'} here as the verifier "
+                         f"({r.busy:.2f} busy s per s, {'measured' if r.measured else 'predicted'})")
+            for r in cal.results if r.verifier}
+
+
 class SettingsController(QObject):
     """The settings in force, and what the settings panel's edits, downloads and meter do."""
 
@@ -179,6 +192,7 @@ class SettingsController(QObject):
         panel.advice_accepted.connect(self.use_advised)
         panel.calibrate_requested.connect(self.calibrate)
         panel.show_calibration(calibration_summary())
+        panel.show_verifier_fit(verifier_fits())
         panel.show_hotkey_problems(self._hotkey_problems)
         panel.hotkey_recording.connect(self.hotkey_recording.emit)
         self.panel = panel
@@ -272,6 +286,7 @@ class SettingsController(QObject):
                     self.apply(key, value)
         if self.panel is not None:
             self.panel.show_calibration(calibration_summary())
+            self.panel.show_verifier_fit(verifier_fits())
 
     def _on_calibration_failed(self, text: str) -> None:
         self._applying_calibration = False

@@ -104,13 +104,13 @@ class ModelRow(QWidget):
         self.cancel.clicked.connect(lambda: self.cancel_requested.emit(self.combo.currentData()))
         self.local.clicked.connect(self.choose_local.emit)
 
-    def show_status(self, status: ModelStatus | None, name: str) -> None:
-        """Show a model's state and size; Download only where it helps."""
+    def show_status(self, status: ModelStatus | None, name: str, fit: str = "") -> None:
+        """Show a model's state and size (and ``fit``: whether it keeps up here); Download only where it helps."""
         if status is None:
             self.status.setText(f"local file: {name}")
             self.download.setVisible(False)
             return
-        self.status.setText(f"{status.state_words} · {human_size(status.size)}")
+        self.status.setText(f"{status.state_words} · {human_size(status.size)}" + (f" · {fit}" if fit else ""))
         self.download.setVisible(status.downloadable and not self.cancel.isVisible())
 
     def show_progress(self, fraction: float | None, text: str) -> None:
@@ -151,6 +151,7 @@ class SettingsPanel(QDialog):
         self.setObjectName("settingsPanel")
         self.resize(620, 470)
         self._models = {m.name: m for m in models}
+        self._fits: dict[str, str] = {}
         self.tabs = QTabWidget()
         self.tabs.addTab(self._captions_tab(), "Captions")
         self.tabs.addTab(self._languages_tab(), "Languages")
@@ -629,7 +630,12 @@ class SettingsPanel(QDialog):
         self._models = statuses
         for row in self._model_rows():
             name = row.combo.currentData()
-            row.show_status(statuses.get(name), name)
+            row.show_status(statuses.get(name), name, self._fits.get(name, "") if row is self.verifier_model else "")
+
+    def show_verifier_fit(self, fits: dict[str, str]) -> None:
+        """What the engine check says of each verifier on this machine (model name → a few words)."""
+        self._fits = dict(fits)
+        self.show_model_status(self._models)
 
     def _model_rows(self) -> list[ModelRow]:
         """Every model picker."""
