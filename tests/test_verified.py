@@ -107,3 +107,19 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     # the drafter's last word matched after the line's end, but improbable there: left out
     assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions()) == (2, 6)
     assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions(late_probability=0.0)) == (2, 7)
+
+
+def test_a_missing_verifier_leaves_the_drafter_captioning_with_one_sentence(store, tmp_path):
+    """The verifier's model gone (deleted, a bad path): captions go on with tiny.en alone, and the
+    status says so in one sentence, instead of captions not starting."""
+    from core.asr import FasterWhisperEngine
+    from core.session.engines import create_asr_engine
+    from core.settings import Settings
+
+    said = []
+    engine = create_asr_engine(Settings().with_value("asr.verifier", str(tmp_path / "gone")), store,
+                               lambda text, fraction: said.append(text))
+    assert isinstance(engine, FasterWhisperEngine) and not getattr(engine, "verifies_lines", False)
+    note = [t for t in said if "unverified" in t]
+    assert len(note) == 1 and note[0].endswith("Captions go on with whisper-tiny.en alone, unverified."), said
+    assert create_asr_engine(Settings(), store).verifies_lines  # with base there, lines are verified

@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .. import logger
 from ..asr.engine import ASREngine, FasterWhisperEngine
 from ..asr.streaming import StreamingOptions
 from ..captions.policy import CaptionPolicy
+from ..errors import ModelError
 from ..models.store import ModelStore, StatusCallback
 from ..settings import ASREngineKind, Settings, TranslationEngineKind
 from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rules
@@ -159,7 +161,13 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
         return engine
     from ..asr.verified import VerifiedEngine
 
-    verifier_path = store.resolve(spec.verifier, on_status)
+    try:
+        verifier_path = store.resolve(spec.verifier, on_status)
+    except ModelError as exc:  # captions go on unverified rather than not at all
+        logger.warning("verifier unavailable: %s", exc)
+        if on_status:
+            on_status(f"{exc} Captions go on with {spec.model} alone, unverified.", None)
+        return engine
     if on_status:
         on_status(f"Loading speech model {spec.verifier} (it verifies each finished line)", None)
     verifier = FasterWhisperEngine(verifier_path, device=spec.compute_device, compute_type=spec.compute_dtype,
