@@ -528,7 +528,7 @@ def test_first_run_welcome_listens_to_the_sound_chosen_checks_the_engine_and_sta
         qtbot.waitUntil(lambda: welcome.view.calibration_text.text().startswith("Done."), timeout=600_000)
         cal = load_calibration()
         assert cal is not None and cal.target == "de" and cal.choice, cal
-        assert progress and welcome.view.calibration.value() == 100
+        assert progress and welcome.view.calibration.value() == welcome.view.calibration.maximum() > 0
         saved = load_settings()
         assert all(saved.value(key) == value for key, value in cal.settings.items()), (cal.settings, saved)
         assert cal.reason in welcome.view.calibration_text.text()

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
 from core.session.pipeline import MessageLevel
 from core.session.service import ServiceState
 
+from .widgets import show_fraction
+
 HOTKEYS = {
     "start": "Ctrl+Shift+S",
     "pause": "Ctrl+Shift+P",
@@ -140,11 +142,7 @@ class ControlWindow(QMainWindow):
             self.progress.setVisible(False)
             return
         self.progress.setVisible(True)
-        if fraction is None:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * fraction))
+        show_fraction(self.progress, fraction)
 
     def show_detail(self, text: str) -> None:
         """The line under the state: what is captioned and how far behind it runs."""

@@ -38,6 +38,8 @@ from core.models.store import ModelStatus, human_size
 from core.settings import ASREngineKind, Settings, value_range
 from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 
+from .widgets import level_meter, show_fraction
+
 BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
              "a little less accurate; 0 gives exactly plain greedy decoding.")
 MASK_HELP = ("Hides the last k words of an unfinished line until they settle. Display only: the translator "
@@ -118,11 +120,7 @@ class ModelRow(QWidget):
         self.progress.setVisible(True)
         self.cancel.setVisible(True)
         self.download.setVisible(False)
-        if fraction is None:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * fraction))
+        show_fraction(self.progress, fraction)
         self.progress.setFormat(text)
         self.progress.setTextVisible(True)
 
@@ -350,13 +348,7 @@ class SettingsPanel(QDialog):
         form.addRow("Input device", self.device)
         self._meters: dict[str, tuple[QProgressBar, QLabel]] = {}
         for stream, label in (("mic", "Microphone level"), ("system", "System audio level")):
-            bar = QProgressBar()
-            bar.setObjectName(f"{stream}LevelMeter")
-            bar.setRange(-60, 0)
-            bar.setValue(-60)
-            bar.setFormat("%v dB")
-            note = QLabel("")
-            note.setWordWrap(True)
+            bar, note = level_meter(f"{stream}LevelMeter")
             form.addRow(label, bar)
             form.addRow("", note)
             self._meters[stream] = (bar, note)
@@ -668,11 +660,7 @@ class SettingsPanel(QDialog):
     def show_calibration_progress(self, fraction: float | None, text: str) -> None:
         self.calibration_bar.setVisible(True)
         self.calibrate.setEnabled(False)
-        if fraction is None:
-            self.calibration_bar.setRange(0, 0)
-        else:
-            self.calibration_bar.setRange(0, 100)
-            self.calibration_bar.setValue(round(100 * fraction))
+        show_fraction(self.calibration_bar, fraction)
         self.engine_choice.setText(text)
 
     def show_result(self, ok: bool, text: str) -> None:

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
 
 from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 
+from .widgets import level_meter, show_fraction
+
 SOURCES = (("mic", "My microphone"), ("system", "What the computer plays (videos, calls, talks)"),
            ("both", "Both: a meeting (the microphone is me, the computer's sound is them)"))
 METERS = (("mic", "Microphone"), ("system", "Computer sound"))
@@ -70,13 +72,7 @@ class WelcomeDialog(QDialog):
             lambda: self.language_chosen.emit("translation.target", self.target.currentData()))
         self._meters: dict[str, tuple[QProgressBar, QLabel]] = {}
         for stream, label in METERS:
-            bar = QProgressBar()
-            bar.setObjectName(f"{stream}WelcomeMeter")
-            bar.setRange(-60, 0)
-            bar.setValue(-60)
-            bar.setFormat("%v dB")
-            note = QLabel("")
-            note.setWordWrap(True)
+            bar, note = level_meter(f"{stream}WelcomeMeter")
             form.addRow(f"{label} level", bar)
             form.addRow("", note)
             self._meters[stream] = (bar, note)
@@ -85,7 +81,7 @@ class WelcomeDialog(QDialog):
         layout.addWidget(QLabel("<b>Which speech engine suits this computer?</b>"))
         self.calibration = QProgressBar()
         self.calibration.setObjectName("calibrationProgress")
-        self.calibration.setRange(0, 100)
+        self.calibration.setRange(0, 1000)
         self.calibration_text = QLabel("Waiting to start…")
         self.calibration_text.setObjectName("calibrationText")
         self.calibration_text.setWordWrap(True)
@@ -132,16 +128,11 @@ class WelcomeDialog(QDialog):
 
     def show_calibration(self, fraction: float | None, text: str) -> None:
         """The calibration's progress (``fraction`` None: busy without a known end)."""
-        if fraction is None:
-            self.calibration.setRange(0, 0)
-        else:
-            self.calibration.setRange(0, 100)
-            self.calibration.setValue(round(100 * fraction))
+        show_fraction(self.calibration, fraction)
         self.calibration_text.setText(text)
 
     def calibration_done(self, text: str) -> None:
-        self.calibration.setRange(0, 100)
-        self.calibration.setValue(100)
+        show_fraction(self.calibration, 1.0)
         self.calibration_text.setText(text)
 
 
