@@ -7,18 +7,19 @@ after the other, on the same model and runtime, so ratios are side by side.
 
 Every SSBD row says where β applies (its bias scope, core.translate.translator.bias_rules):
 ``paper`` biases every draft token of every update, the finished sentence's too; the app's
-default (read from core.settings.Settings: scope, β, KV reuse, clause pieces, mask-k) is
+default (read from core.settings.Settings: scope, β, KV reuse, lookup, clause pieces, mask-k) is
 ``final-exact`` at the time of writing: β only on the unfinished line, a finished sentence greedy.
 
 Tables (shaped like the SSBD paper's):
-  2 — the app's default, AR and SSBD β=0.2 (paper scope), with and without KV-prefix reuse: chrF,
-      BLEU, NE, A/D, A/O, TPS, speedup (plus SSBD β=0 with KV reuse, checked token for token
-      against AR)
+  2 — the app's default, AR and SSBD β=0.2 (paper scope), with and without KV-prefix reuse, and AR
+      with reuse and lookup guesses (greedy's output, the fastest greedy here): chrF, BLEU, NE,
+      A/D, A/O, TPS, speedup (plus SSBD β=0 with the default's reuse and lookup, checked token
+      for token against AR)
   3 — β sweep 0 … 1.0 (paper scope, with KV reuse)
   4 — mask-k 3 and 5, in the draft vs display-only (β=0.2, paper scope, with KV reuse)
 
-``--quick`` (about 5 minutes on 2 cores) runs only what the default's claim needs, first the app's
-default and AR with the same KV reuse (both repeated), then AR from scratch and the β = 0 check
+``--quick`` (about 6 minutes on 2 cores) runs only what the default's claim needs, first the app's
+default, AR with the same KV reuse and AR + reuse + lookup (repeated), then AR from scratch and the β = 0 check
 (once each: their outputs are deterministic), on 12 sentences; no paper-scope rows, no Tables 3–4.
 Its tables go to their own block of docs/BENCHMARKS.md (``translate-quick:LANG`` markers, in the
 translation section), so a quick run never replaces the full run's tables.
@@ -69,6 +70,7 @@ class Config:
     bias_floor: float = 0.0
     bias_holdback: int | None = None
     pieces: bool = True  # a long sentence clause by clause (core.translate.clauses), as the app does
+    lookup: bool = False  # lookup guesses from the source and the draft (core.translate.lookup)
     scope: str = "paper"  # the bias scope the fields above spell (for labels; AR and β = 0 ignore it)
     repeat: bool = True  # timed ``repeats`` times in Table 2 (False: once, where only the outputs matter)
 
@@ -110,13 +112,13 @@ def app_default() -> tuple[Config, dict]:
     tr, cap = settings.translation, settings.captions
     beta = tr.beta if tr.engine == TranslationEngineKind.SSBD else None
     read = {"engine": str(tr.engine), "beta": beta, "bias_scope": tr.bias_scope, "reuse_prefix": tr.reuse_prefix,
-            "clause_pieces": tr.clause_pieces, "mask_k": cap.mask_k, "mask_mode": cap.mask_mode}
+            "lookup": tr.lookup, "clause_pieces": tr.clause_pieces, "mask_k": cap.mask_k, "mask_mode": cap.mask_mode}
     kind = "AR" if beta is None else f"SSBD β={beta:g}, {tr.bias_scope} scope"
     name = (f"App default: {kind}" + (" + KV-prefix reuse" if tr.reuse_prefix else "")
-            + ("" if tr.clause_pieces else ", whole sentences"))
+            + (" + lookup" if tr.lookup else "") + ("" if tr.clause_pieces else ", whole sentences"))
     config = Config(name, beta, reuse=tr.reuse_prefix, draft_mask_k=cap.mask_k if cap.mask_mode == "draft" else 0,
                     display_mask_k=cap.mask_k if cap.mask_mode == "display" else 0, pieces=tr.clause_pieces,
-                    scope=tr.bias_scope, **bias_rules(tr.bias_scope))
+                    lookup=tr.lookup, scope=tr.bias_scope, **bias_rules(tr.bias_scope))
     return config, read
 
 
@@ -129,7 +131,7 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     opts = translator.options
     opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
     opts.bias_final, opts.bias_floor, opts.bias_holdback = config.bias_final, config.bias_floor, config.bias_holdback
-    opts.clause_pieces = config.pieces
+    opts.clause_pieces, opts.lookup = config.pieces, config.lookup
     translator.forget()  # no piece translated by an earlier configuration is free for this one
     run = Run(config)
     for sentence in sources:
@@ -214,6 +216,7 @@ def identity(reference: Run, other: Run, tie_gap: float = 1e-3) -> dict:
 
 
 AR_SCRATCH, AR_KV = "AR (re-translate from scratch)", "AR + KV-prefix reuse"
+AR_KV_LOOKUP = "AR + KV-prefix reuse + lookup"
 PAPER, PAPER_KV = "SSBD β=0.2, paper scope", "SSBD β=0.2 + KV-prefix reuse, paper scope"
 BETA0 = "SSBD β=0 + KV reuse (lossless check)"
 
@@ -222,13 +225,18 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
     """Table 2's configurations in the order they run: the app's default and AR with the same KV
     reuse first; in ``quick`` AR from scratch and the β = 0 check once each, no paper-scope rows."""
     pieces = default.pieces  # every row translates clause by clause as the default does (or none does)
-    ar_same = Config(AR_KV if default.reuse else AR_SCRATCH, None, reuse=default.reuse, pieces=pieces)
+    shown = default.display_mask_k  # a display-only mask hides any engine's last words alike: AR's NE shown with it
+    ar_same = Config(AR_KV if default.reuse else AR_SCRATCH, None, reuse=default.reuse, pieces=pieces,
+                     display_mask_k=shown)
     ar_other = Config(AR_SCRATCH if default.reuse else AR_KV, None, reuse=not default.reuse, pieces=pieces,
-                      repeat=not quick)
-    b0 = Config(BETA0, 0.0, reuse=True, pieces=pieces, repeat=not quick)
+                      display_mask_k=shown, repeat=not quick)
+    # greedy decoding with the default's lookup guesses: the same output as AR, the fastest greedy
+    # a user could have here (the guesses read the previous translation too, as llama.cpp's lookup does)
+    ar_lookup = Config(AR_KV_LOOKUP, None, reuse=True, pieces=pieces, lookup=True, display_mask_k=shown)
+    b0 = Config(BETA0, 0.0, reuse=True, pieces=pieces, lookup=default.lookup, repeat=not quick)
     if quick:
-        return [default, ar_same, ar_other, b0]
-    return [default, ar_same, ar_other, Config(PAPER, 0.2, display_mask_k=3, pieces=pieces),
+        return [default, ar_same, ar_lookup, ar_other, b0]
+    return [default, ar_same, ar_lookup, ar_other, Config(PAPER, 0.2, display_mask_k=3, pieces=pieces),
             Config(PAPER_KV, 0.2, reuse=True, display_mask_k=3, pieces=pieces), b0]
 
 
@@ -311,11 +319,13 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         "speedup_default_vs_ar_reuse": d_row["speedup_vs_ar_kv" if default.reuse else "speedup"],
         "speedup_default_vs_ar_reuse_pairs": d_row.get("speedup_vs_ar_kv_pairs"),
         "speedup_default_vs_ar": d_row["speedup"],
+        "speedup_default_vs_ar_reuse_lookup": round(t2[AR_KV_LOOKUP]["seconds"] / max(d_row["seconds"], 1e-9), 2),
         "chrf_default": d_row["chrf"],
         "chrf_ar": base["chrf"],
         "ne_display_default": d_row["ne_display"],
         "ne_default": d_row["ne"],
         "ne_ar": base["ne"],
+        "ne_display_ar": base["ne_display"],
         "beta0_identical": ident["identical"],
         "batch_check_passed": getattr(getattr(translator, "runner", None), "batch_invariant", None),
     }
@@ -352,7 +362,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
 
 def _table_order(config: Config) -> int:
     """Table 2's row order (not the order they run in): AR, AR + reuse, paper scope, the app's default, β = 0."""
-    return {AR_SCRATCH: 0, AR_KV: 1, PAPER: 2, PAPER_KV: 3, BETA0: 5}.get(config.name, 4)
+    return {AR_SCRATCH: 0, AR_KV: 1, AR_KV_LOOKUP: 2, PAPER: 3, PAPER_KV: 4, BETA0: 6}.get(config.name, 5)
 
 
 QUICK_SENTENCES = 12
@@ -414,8 +424,9 @@ def _stock_child(model: str, lang: str, n: int) -> int:
 
 
 HEADLINE_KEYS = ("default_scope", "default_settings", "speedup_default_vs_ar_reuse",
-                 "speedup_default_vs_ar_reuse_pairs", "speedup_default_vs_ar", "chrf_default", "chrf_ar",
-                 "ne_display_default", "ne_default", "ne_ar",
+                 "speedup_default_vs_ar_reuse_pairs", "speedup_default_vs_ar", "speedup_default_vs_ar_reuse_lookup",
+                 "chrf_default", "chrf_ar",
+                 "ne_display_default", "ne_default", "ne_ar", "ne_display_ar",
                  "beta0_identical", "batch_check_passed")
 
 
@@ -464,7 +475,8 @@ def markdown(result: dict, lang: dict, command: str) -> str:
                f"mask-{d['mask_k']} ({d['mask_mode']})")
     check = {True: "it passed in this run", False: "it failed in this run: β = 0 may differ where two tokens nearly "
              "tie", None: "not recorded"}[lang.get("batch_check_passed")]
-    runs = (f"the app's default and AR with the same KV reuse run {lang.get('repeats', 1)} times, interleaved "
+    runs = (f"the app's default, AR with the same KV reuse and AR + reuse + lookup run {lang.get('repeats', 1)} "
+            "times, interleaved "
             "(seconds: median (min–max); × AR+reuse: the ratio of the medians, then each pair of runs' own "
             "ratio), AR from scratch and the β = 0 check once each (deterministic outputs)" if lang.get("quick") else
             f"each configuration run {lang.get('repeats', 1)} times, interleaved: seconds are the median (min–max)")
@@ -491,7 +503,7 @@ def markdown(result: dict, lang: dict, command: str) -> str:
               "| speedup | × AR+reuse | TPS ratio |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in lang["table2"]:
-        k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0)
+        k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0) if r["config"] != STOCK_CONFIG else 0
         shown = f"{r['ne_display']:.3f} (mask-{k})" if k else "–"
         ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
         spread = f" ({r['seconds_min']}–{r['seconds_max']})" if "seconds_min" in r else ""

@@ -24,7 +24,7 @@ from .errors import SettingsError
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
-SETTINGS_VERSION = 6
+SETTINGS_VERSION = 7
 # where SSBD's bias applies (core.translate.translator.bias_rules; measured by `sotto bench bias`)
 BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
@@ -33,7 +33,9 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``asr.min_chunk_s`` and ``asr.buffer_trim_s`` for latency (sotto bench live); 5 — adds
 # ``translation.bias_scope`` and retunes ``translation.n_gpu_layers`` to -1 (every layer on a GPU
 # where there is one; the CPU is unchanged); 6 — turns ``asr.verify_lines`` on (verified captions by
-# default, issue #29). Keys added since without a version bump (a new key
+# default, issue #29); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's
+# translation keeps its previous words, issue #31) and adds ``translation.lookup``. Keys added since
+# without a version bump (a new key
 # with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
@@ -149,10 +151,15 @@ class TranslationSettings:
     target: str = _setting("de", NEXT_START, choices=TARGET_LANGUAGES)
     model: str = _setting("gemma-3-270m", NEXT_START)
     engine: TranslationEngineKind = _setting(TranslationEngineKind.SSBD, LIVE, choices=TranslationEngineKind)
-    beta: float = _setting(0.2, LIVE, lo=0.0, hi=1.0)
+    # 0.5 and above: the previous translation of the unfinished line is kept whole (the bias outweighs any
+    # disagreement) and only extended; finished sentences stay exactly greedy (bias_scope final-exact)
+    beta: float = _setting(0.5, LIVE, lo=0.0, hi=1.0)
     # where β applies: final-exact = the unfinished line only (a finished sentence is exactly greedy)
     bias_scope: str = _setting("final-exact", LIVE, choices=BIAS_SCOPES)
     reuse_prefix: bool = _setting(True, NEXT_START)
+    # guess the next tokens from the source and the previous translation (core.translate.lookup): the same
+    # output, fewer model calls
+    lookup: bool = _setting(True, NEXT_START)
     prompt_style: str = _setting("auto", NEXT_START, choices=("auto", "few-shot", "chat"))
     # few-shot prompts: a long sentence clause by clause (small models copy long ones)
     clause_pieces: bool = _setting(True, NEXT_START)
@@ -399,7 +406,8 @@ def check_combination(settings: Settings) -> None:
 # Defaults changed by a version: {version: {key: the default before it}}.
 _RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0},
                                        5: {"translation.n_gpu_layers": 0},
-                                       6: {"asr.verify_lines": False}}
+                                       6: {"asr.verify_lines": False},
+                                       7: {"translation.beta": 0.2}}
 
 
 def settings_path() -> Path:

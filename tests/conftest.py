@@ -140,12 +140,13 @@ def ntrex(shared):
     return (shared / "mt" / "ntrex128" / "newstest2019-src.eng.txt").read_text().splitlines()
 
 
-def use_knobs(tr, beta=None, reuse=False, mask=0, scope="paper"):
+def use_knobs(tr, beta=None, reuse=False, mask=0, scope="paper", lookup=False):
     """Set a translator's decoding knobs for one check (β None: plain greedy; ``scope``: where β
-    applies, see core.translate.translator.bias_rules); returns it."""
+    applies, see core.translate.translator.bias_rules; ``lookup``: lookup guesses); returns it."""
     from core.translate.translator import bias_rules
 
     tr.options.beta, tr.options.reuse_prefix, tr.options.draft_mask_k = beta, reuse, mask
+    tr.options.lookup = lookup
     for name, value in bias_rules(scope).items():
         setattr(tr.options, name, value)
     return tr

@@ -90,6 +90,16 @@ def test_a_version_5_file_turns_verified_lines_on_unless_saved_after_it(tmp_path
     assert load_settings(path).asr.verify_lines is False  # turned off by the user (or the calibration)
 
 
+def test_a_version_6_file_takes_the_new_beta_unless_saved_after_it(tmp_path: Path):
+    path = tmp_path / "settings.toml"
+    path.write_text("version = 6\n[translation]\nbeta = 0.2\n", encoding="utf-8")
+    assert load_settings(path).translation.beta == Settings().translation.beta == 0.5  # the old default
+    path.write_text("version = 6\n[translation]\nbeta = 0.3\n", encoding="utf-8")
+    assert load_settings(path).translation.beta == 0.3  # chosen by the user
+    path.write_text("version = 7\n[translation]\nbeta = 0.2\n", encoding="utf-8")
+    assert load_settings(path).translation.beta == 0.2  # chosen after the change
+
+
 # -- when a setting applies: one mark per field, and the builders read only what is marked so --------------------
 
 
@@ -224,4 +234,4 @@ def test_engine_kinds_are_enums_stored_as_their_names(tmp_path: Path):
         s.with_value("asr.engine", "whisper.cpp")
     assert TranslatorKnobs.from_settings(s) == TranslatorKnobs(beta=None, draft_mask_k=0, bias_scope="final-exact")
     draft = Settings().with_value("captions.mask_mode", "draft").with_value("captions.mask_k", 2)
-    assert TranslatorKnobs.from_settings(draft) == TranslatorKnobs(beta=0.2, draft_mask_k=2, bias_scope="final-exact")
+    assert TranslatorKnobs.from_settings(draft) == TranslatorKnobs(beta=0.5, draft_mask_k=2, bias_scope="final-exact")

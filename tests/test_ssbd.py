@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from conftest import use_knobs
 
-from bench.translate import Config, identity, prefixes, run_config
+from bench.translate import Config, app_default, identity, prefixes, run_config
 from core.stream import Sentence
 from core.translate import LlamaTranslator, StreamingTranslator, TranslatorOptions
+from core.translate.lookup import lookup_guess
 from core.translate.translator import bias_rules, bias_span
 
 TIE_GAP = 1e-3  # a divergence counts as a floating-point near-tie only below this top-2 logit gap
@@ -36,7 +37,9 @@ def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
     sources = ntrex[:4]
     exact = tr.runner.batch_invariant
     ar = run_config(tr, Config("ar", None), sources, "de")
-    for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True), Config("ar+kv", None, reuse=True)):
+    for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True), Config("ar+kv", None, reuse=True),
+                Config("ssbd0+kv+lookup", 0.0, reuse=True, lookup=True),
+                Config("ar+kv+lookup", None, reuse=True, lookup=True)):
         other = run_config(tr, cfg, sources, "de")
         report = identity(ar, other, TIE_GAP)
         for d in report["divergences"]:
@@ -133,13 +136,46 @@ def test_bias_scopes_at_beta_zero_are_greedy_and_final_exact_freezes_greedy(tr, 
         for d in report["divergences"]:
             print(f"β=0 {scope}: update {d['update']} diverges at token {d['position']}, top-2 gap {d['top2_gap']}")
         assert all(d["near_tie"] for d in report["divergences"]), (scope, report["divergences"])
-    exact = run_config(tr, Config("final-exact", 0.2, reuse=True, **bias_rules("final-exact")), sources, "de")
     ends = [sum(len(prefixes(s)) for s in sources[:i + 1]) - 1 for i in range(len(sources))]
-    for end in ends:
-        assert exact.outputs[end] == ar.outputs[end], f"finished sentence {end}: not greedy decoding's"
-    assert exact.finals == ar.finals
-    assert exact.accepted_tokens > zeros["final-exact"].accepted_tokens, "the partial lines were biased"
+    default, _ = app_default()  # the app's own setting (β = 0.5, final-exact, lookup guesses at the time of writing)
+    assert default.beta is not None and not default.bias_final
+    for cfg in (Config("final-exact", 0.2, reuse=True, **bias_rules("final-exact")), default):
+        exact = run_config(tr, cfg, sources, "de")
+        for end in ends:
+            assert exact.outputs[end] == ar.outputs[end], f"{cfg.name}: finished sentence {end}: not greedy decoding's"
+        assert exact.finals == ar.finals
+        assert exact.accepted_tokens > zeros["final-exact"].accepted_tokens, f"{cfg.name}: partial lines not biased"
     use_knobs(tr)
+
+
+def test_from_beta_one_half_the_draft_is_kept_whole_without_its_logits(tr):
+    """At β ≥ 0.5 every draft token of the span is accepted whatever the model says, so the draft goes
+    into the cache with the prompt and no logits are read for it: β = 0.5 gives β = 1's output, the
+    draft is its start, and a loop in the draft is still cut where one-by-one decoding cuts it."""
+    source = "The meeting starts at nine and the minutes are sent out on Friday."  # one clause piece
+    junk = use_knobs(tr).translate("Das ist ein ganz anderer Satz über das Wetter.").tokens
+    half = use_knobs(tr, beta=0.5, reuse=True).translate(source, junk)
+    one = use_knobs(tr, beta=1.0, reuse=True).translate(source, junk)
+    assert half.tokens == one.tokens and half.tokens[:len(junk)] == junk
+    assert half.accepted_tokens == len(junk) == half.draft_tokens
+    below = use_knobs(tr, beta=0.2, reuse=True).translate(source, junk)
+    assert below.accepted_tokens < len(junk), "below one half the model still refuses a draft token it doubts"
+    # a draft that says a phrase three times: kept up to the loop, which is cut as greedy decoding cuts it
+    loop = tr.runner.tokenize(" Wir sehen uns morgen, wir sehen uns morgen, wir sehen uns morgen.")
+    cut = use_knobs(tr, beta=1.0, reuse=True).translate("See you tomorrow.", loop)
+    assert cut.text.lower().count("wir sehen uns morgen") == 1, cut.text
+    use_knobs(tr)
+
+
+def test_lookup_guesses_come_from_the_last_occurrence_of_the_written_tail():
+    source = [5, 6, 7, 8, 9, 6, 7, 10, 11]
+    assert lookup_guess([1, 6, 7], [source]) == [10, 11], "the last occurrence, what follows it"
+    assert lookup_guess([1, 5, 6, 7], [source]) == [8, 9, 6, 7, 10, 11], "three tokens of context first"
+    assert lookup_guess([1, 5, 6, 7], [source], max_guess=2) == [8, 9]
+    assert lookup_guess([7], [source]) == [], "one token of context is not enough"
+    assert lookup_guess([10, 11], [source]) == [], "nothing follows the match"
+    assert lookup_guess([3, 4], [[1, 3, 4, 2], [3, 4, 9]]) == [2], "the first pool that holds it"
+    assert lookup_guess([1, 6, 7], [source], max_guess=0) == []
 
 
 def test_holdback_biases_only_the_shared_source_words():

@@ -60,6 +60,7 @@ class TranslatorSpec:
     n_threads: int
     n_gpu_layers: int
     reuse_prefix: bool
+    lookup: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TranslatorSpec:
@@ -67,7 +68,7 @@ class TranslatorSpec:
         tr = settings.translation
         return cls(source_lang=settings.asr.language, target=tr.target, model=tr.model,
                    prompt_style=tr.prompt_style, clause_pieces=tr.clause_pieces, n_threads=tr.n_threads,
-                   n_gpu_layers=tr.n_gpu_layers, reuse_prefix=tr.reuse_prefix)
+                   n_gpu_layers=tr.n_gpu_layers, reuse_prefix=tr.reuse_prefix, lookup=tr.lookup)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def create_translator(
         n_gpu_layers=spec.n_gpu_layers,
         beta=knobs.beta,
         reuse_prefix=spec.reuse_prefix,
+        lookup=spec.lookup,
         clause_pieces=spec.clause_pieces,
         draft_mask_k=knobs.draft_mask_k,
         **bias_rules(knobs.bias_scope),

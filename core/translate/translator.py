@@ -43,6 +43,7 @@ class TranslatorOptions:
     max_new_tokens: int = 160
     beta: float | None = None  # None: plain greedy (AR); a number: SSBD with this bias
     reuse_prefix: bool = False  # keep the KV cache of the unchanged prompt prefix across calls
+    lookup: bool = False  # guesses from the source and the draft (core.translate.lookup): same output, sooner
     draft_mask_k: int = 0  # SSBD "+mask-k": drop the last k draft tokens before verifying
     # Where the bias applies (β = 0 is exact greedy whatever these say):
     bias_final: bool = True  # False: a finished sentence's translation is exact greedy (the draft only speeds it)
@@ -213,12 +214,13 @@ class LlamaTranslator:
         return self._translate_one(source, draft, final, draft_source)
 
     def _translate_one(self, source: str, draft: list[int] | None, final: bool,
-                       draft_source: str | None) -> TranslationResult:
-        """One piece of text, whole: SSBD or greedy, again without an example the model gave back."""
+                       draft_source: str | None, exact: bool = False) -> TranslationResult:
+        """One piece of text, whole: SSBD or greedy, again without an example the model gave back.
+        ``exact``: the draft only speeds greedy decoding (β applies nowhere)."""
         if needs_no_translation(source):
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         opts = self.options
-        span = bias_span(source, draft_source, len(draft or []), opts.bias_holdback)
+        span = 0 if exact else bias_span(source, draft_source, len(draft or []), opts.bias_holdback)
         result = self._translate(source, draft, final, span)
         if self.style == "few-shot":
             echoed = echoed_example(result.text, source, opts.source_lang, opts.target_lang)
@@ -234,8 +236,9 @@ class LlamaTranslator:
                           draft_source: str | None) -> TranslationResult:
         """``source`` clause by clause (see :mod:`core.translate.clauses`).
 
-        Every piece but the last is finished text: translated greedily once (no draft, so exactly
-        what greedy decoding gives whatever β) and remembered, so a growing sentence re-translates
+        Every piece but the last is finished text: translated greedily once (with the previous
+        translation as a draft verified at β = 0, so exactly what greedy decoding gives whatever β)
+        and remembered, so a growing sentence re-translates
         only its last piece. The last piece is translated like a whole sentence, with the share of
         ``draft`` (and of ``draft_source``) after the finished pieces' as its draft; where the draft
         does not start with their tokens it has none. The tokens are the pieces' tokens in order
@@ -247,7 +250,11 @@ class LlamaTranslator:
             key = (opts.source_lang, opts.target_lang, piece)
             result = self._pieces.get(key)
             if result is None:
-                result = self._translate_one(piece, None, final, None)
+                # the previous translation, past the pieces before this one, drafts it at β = 0: it
+                # usually began with this piece's words (it ended here before the sentence went on)
+                before = [t for r in done for t in r.tokens]
+                piece_draft = draft[len(before):] if draft and draft[:len(before)] == before else None
+                result = self._translate_one(piece, piece_draft, final, None, exact=True)
                 self._pieces.put(key, result)
             else:  # nothing evaluated this time
                 result = dataclasses.replace(result, prompt_tokens=0, evaluated_tokens=0, seconds=0.0,
@@ -284,7 +291,8 @@ class LlamaTranslator:
                 opts = self.options
                 exact = final and not opts.bias_final  # a finished sentence, read as greedy
                 step = self.decoder.decode(prompt, max_new, opts, draft, 0 if exact else span, partial=not final,
-                                           cut_phrases=not has_repeated_phrase(source))
+                                           cut_phrases=not has_repeated_phrase(source),
+                                           source_tokens=self.runner.tokenize(" " + source) if opts.lookup else None)
                 seconds = time.perf_counter() - t0 - self.decoder.yielded
         except (ModelError, Interrupted):
             raise
