@@ -84,6 +84,12 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
         "asr.engine": "faster-whisper", "asr.verify_lines": False,
         "asr.encoder_seconds": 30.0,
     },
+    # the translator's settings before issue #31: β 0.2 (the unfinished line's draft checked token by
+    # token), no lookup guesses, unfinished lines given 0.3 of the translator's time
+    "faster-whisper tiny.en + translation (before #31)": {
+        "asr.engine": "faster-whisper", "asr.verify_lines": False,
+        "translation.beta": 0.2, "translation.lookup": False, "translation.partial_share": 0.3,
+    },
     # unfinished lines translated in at most this share of the translator's time (translation.partial_share)
     "faster-whisper tiny.en + translation (partial share 0.5)": {
         "asr.engine": "faster-whisper", "asr.verify_lines": False,

@@ -11,15 +11,14 @@ default (read from core.settings.Settings: scope, β, KV reuse, lookup, clause p
 ``final-exact`` at the time of writing: β only on the unfinished line, a finished sentence greedy.
 
 Tables (shaped like the SSBD paper's):
-  2 — the app's default, AR and SSBD β=0.2 (paper scope), with and without KV-prefix reuse, and AR
-      with reuse and lookup guesses (greedy's output, the fastest greedy here): chrF, BLEU, NE,
-      A/D, A/O, TPS, speedup (plus SSBD β=0 with the default's reuse and lookup, checked token
-      for token against AR)
+  2 — the app's default, AR and SSBD β=0.2 (paper scope), with and without KV-prefix reuse: chrF,
+      BLEU, NE, A/D, A/O, TPS, speedup (plus SSBD β=0 with the default's reuse and lookup setting,
+      checked token for token against AR)
   3 — β sweep 0 … 1.0 (paper scope, with KV reuse)
   4 — mask-k 3 and 5, in the draft vs display-only (β=0.2, paper scope, with KV reuse)
 
-``--quick`` (about 6 minutes on 2 cores) runs only what the default's claim needs, first the app's
-default, AR with the same KV reuse and AR + reuse + lookup (repeated), then AR from scratch and the β = 0 check
+``--quick`` (about 4 minutes on 2 cores) runs only what the default's claim needs, first the app's
+default and AR with the same KV reuse (both repeated), then AR from scratch and the β = 0 check
 (once each: their outputs are deterministic), on 12 sentences; no paper-scope rows, no Tables 3–4.
 Its tables go to their own block of docs/BENCHMARKS.md (``translate-quick:LANG`` markers, in the
 translation section), so a quick run never replaces the full run's tables.
@@ -216,7 +215,6 @@ def identity(reference: Run, other: Run, tie_gap: float = 1e-3) -> dict:
 
 
 AR_SCRATCH, AR_KV = "AR (re-translate from scratch)", "AR + KV-prefix reuse"
-AR_KV_LOOKUP = "AR + KV-prefix reuse + lookup"
 PAPER, PAPER_KV = "SSBD β=0.2, paper scope", "SSBD β=0.2 + KV-prefix reuse, paper scope"
 BETA0 = "SSBD β=0 + KV reuse (lossless check)"
 
@@ -230,13 +228,10 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
                      display_mask_k=shown)
     ar_other = Config(AR_SCRATCH if default.reuse else AR_KV, None, reuse=not default.reuse, pieces=pieces,
                       display_mask_k=shown, repeat=not quick)
-    # greedy decoding with the default's lookup guesses: the same output as AR, the fastest greedy
-    # a user could have here (the guesses read the previous translation too, as llama.cpp's lookup does)
-    ar_lookup = Config(AR_KV_LOOKUP, None, reuse=True, pieces=pieces, lookup=True, display_mask_k=shown)
     b0 = Config(BETA0, 0.0, reuse=True, pieces=pieces, lookup=default.lookup, repeat=not quick)
     if quick:
-        return [default, ar_same, ar_lookup, ar_other, b0]
-    return [default, ar_same, ar_lookup, ar_other, Config(PAPER, 0.2, display_mask_k=3, pieces=pieces),
+        return [default, ar_same, ar_other, b0]
+    return [default, ar_same, ar_other, Config(PAPER, 0.2, display_mask_k=3, pieces=pieces),
             Config(PAPER_KV, 0.2, reuse=True, display_mask_k=3, pieces=pieces), b0]
 
 
@@ -319,7 +314,6 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         "speedup_default_vs_ar_reuse": d_row["speedup_vs_ar_kv" if default.reuse else "speedup"],
         "speedup_default_vs_ar_reuse_pairs": d_row.get("speedup_vs_ar_kv_pairs"),
         "speedup_default_vs_ar": d_row["speedup"],
-        "speedup_default_vs_ar_reuse_lookup": round(t2[AR_KV_LOOKUP]["seconds"] / max(d_row["seconds"], 1e-9), 2),
         "chrf_default": d_row["chrf"],
         "chrf_ar": base["chrf"],
         "ne_display_default": d_row["ne_display"],
@@ -362,7 +356,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
 
 def _table_order(config: Config) -> int:
     """Table 2's row order (not the order they run in): AR, AR + reuse, paper scope, the app's default, β = 0."""
-    return {AR_SCRATCH: 0, AR_KV: 1, AR_KV_LOOKUP: 2, PAPER: 3, PAPER_KV: 4, BETA0: 6}.get(config.name, 5)
+    return {AR_SCRATCH: 0, AR_KV: 1, PAPER: 2, PAPER_KV: 3, BETA0: 5}.get(config.name, 4)
 
 
 QUICK_SENTENCES = 12
@@ -424,8 +418,7 @@ def _stock_child(model: str, lang: str, n: int) -> int:
 
 
 HEADLINE_KEYS = ("default_scope", "default_settings", "speedup_default_vs_ar_reuse",
-                 "speedup_default_vs_ar_reuse_pairs", "speedup_default_vs_ar", "speedup_default_vs_ar_reuse_lookup",
-                 "chrf_default", "chrf_ar",
+                 "speedup_default_vs_ar_reuse_pairs", "speedup_default_vs_ar", "chrf_default", "chrf_ar",
                  "ne_display_default", "ne_default", "ne_ar", "ne_display_ar",
                  "beta0_identical", "batch_check_passed")
 
@@ -475,8 +468,7 @@ def markdown(result: dict, lang: dict, command: str) -> str:
                f"mask-{d['mask_k']} ({d['mask_mode']})")
     check = {True: "it passed in this run", False: "it failed in this run: β = 0 may differ where two tokens nearly "
              "tie", None: "not recorded"}[lang.get("batch_check_passed")]
-    runs = (f"the app's default, AR with the same KV reuse and AR + reuse + lookup run {lang.get('repeats', 1)} "
-            "times, interleaved "
+    runs = (f"the app's default and AR with the same KV reuse run {lang.get('repeats', 1)} times, interleaved "
             "(seconds: median (min–max); × AR+reuse: the ratio of the medians, then each pair of runs' own "
             "ratio), AR from scratch and the β = 0 check once each (deterministic outputs)" if lang.get("quick") else
             f"each configuration run {lang.get('repeats', 1)} times, interleaved: seconds are the median (min–max)")

@@ -34,7 +34,8 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``translation.bias_scope`` and retunes ``translation.n_gpu_layers`` to -1 (every layer on a GPU
 # where there is one; the CPU is unchanged); 6 — turns ``asr.verify_lines`` on (verified captions by
 # default, issue #29); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's
-# translation keeps its previous words, issue #31) and adds ``translation.lookup``. Keys added since
+# translation keeps its previous words, issue #31) and ``translation.partial_share`` from 0.3 to 0.2,
+# and adds ``translation.lookup``. Keys added since
 # without a version bump (a new key
 # with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
@@ -158,17 +159,18 @@ class TranslationSettings:
     bias_scope: str = _setting("final-exact", LIVE, choices=BIAS_SCOPES)
     reuse_prefix: bool = _setting(True, NEXT_START)
     # guess the next tokens from the source and the previous translation (core.translate.lookup): the same
-    # output, fewer model calls
-    lookup: bool = _setting(True, NEXT_START)
+    # output in fewer model calls, but each call of several tokens costs more than one-token decoding on
+    # one thread; slower on the 2-core machine of docs/BENCHMARKS.md, so off by default
+    lookup: bool = _setting(False, NEXT_START)
     prompt_style: str = _setting("auto", NEXT_START, choices=("auto", "few-shot", "chat"))
     # few-shot prompts: a long sentence clause by clause (small models copy long ones)
     clause_pieces: bool = _setting(True, NEXT_START)
     n_gpu_layers: int = _setting(-1, NEXT_START, lo=-1, hi=999)  # all (a CPU-only build ignores it)
     n_threads: int = _setting(0, NEXT_START, lo=0, hi=256)
     # the most of the translator's time that unfinished lines may take (1: whenever it is free); finished
-    # sentences are always translated at once (core.translate.worker). 0.3 keeps two cores at about
-    # 1.0 CPU-s per audio-s with translation (docs/BENCHMARKS.md, live latency)
-    partial_share: float = _setting(0.3, LIVE, lo=0.1, hi=1.0)
+    # sentences are always translated at once (core.translate.worker). 0.2 (0.3 before issue #31 made each
+    # translation faster) updates the translation as often as before on less CPU (docs/BENCHMARKS.md)
+    partial_share: float = _setting(0.2, LIVE, lo=0.1, hi=1.0)
 
 
 @dataclass
@@ -407,7 +409,7 @@ def check_combination(settings: Settings) -> None:
 _RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0},
                                        5: {"translation.n_gpu_layers": 0},
                                        6: {"asr.verify_lines": False},
-                                       7: {"translation.beta": 0.2}}
+                                       7: {"translation.beta": 0.2, "translation.partial_share": 0.3}}
 
 
 def settings_path() -> Path:

@@ -675,7 +675,7 @@ def test_speed_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs
 
     panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
     qtbot.addWidget(panel)
-    assert panel.encoder_seconds.value() == 10 and panel.partial_share.value() == 30
+    assert panel.encoder_seconds.value() == 10 and panel.partial_share.value() == 20
     assert (panel.encoder_seconds.minimum(), panel.encoder_seconds.maximum()) == (10, 30)
     assert (panel.partial_share.minimum(), panel.partial_share.maximum()) == (10, 100)
     panel.load(Settings().with_value("asr.encoder_seconds", 30.0).with_value("translation.partial_share", 1.0))

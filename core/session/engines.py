@@ -60,7 +60,7 @@ class TranslatorSpec:
     n_threads: int
     n_gpu_layers: int
     reuse_prefix: bool
-    lookup: bool = True
+    lookup: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TranslatorSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from pathlib import Path
 
@@ -126,12 +127,23 @@ def _reserve(size: int) -> None:
         raise MemoryError(f"cannot reserve {size} bytes of memory ({exc})") from exc
 
 
+def generation_threads(cores: int | None = None) -> int:
+    """Threads for one-token decoding calls (``n_threads``; calls of several tokens use every core).
+
+    Decoding one token is bound by memory, not arithmetic: on the 2-core AMD EPYC of
+    docs/BENCHMARKS.md a token took 10.7 ms with two threads and 11.6 ms with one, but two threads
+    spent 21.4 ms of CPU on it against 11.9 ms, so half the cores decode at nearly the same speed for
+    half the CPU (which the speech engine needs). The logits are the same bit for bit (each row of
+    a matrix product is computed whole by one thread). A prompt or verification call of 24 tokens
+    still gains from a second thread (51 against 84 ms)."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, cores // 2)
+
+
 class LlamaRunner:
     """One model, one context, one sequence; not thread-safe (one owner thread)."""
 
     def __init__(self, model_path: str | Path, n_ctx: int = 2048, n_threads: int = 0, n_gpu_layers: int = 0) -> None:
-        import os
-
         from llama_cpp import Llama
 
         _route_native_log()
@@ -149,7 +161,8 @@ class LlamaRunner:
                         model_path=str(path),
                         n_ctx=n_ctx,
                         n_batch=512,
-                        n_threads=n_threads or max(1, os.cpu_count() or 1),
+                        n_threads=n_threads or generation_threads(),
+                        n_threads_batch=n_threads or max(1, os.cpu_count() or 1),
                         n_gpu_layers=n_gpu_layers,
                         logits_all=False,
                         use_mmap=False,  # read into memory: see "Loading" above

@@ -292,7 +292,8 @@ class LlamaTranslator:
                 exact = final and not opts.bias_final  # a finished sentence, read as greedy
                 step = self.decoder.decode(prompt, max_new, opts, draft, 0 if exact else span, partial=not final,
                                            cut_phrases=not has_repeated_phrase(source),
-                                           source_tokens=self.runner.tokenize(" " + source) if opts.lookup else None)
+                                           source_tokens=self.runner.tokenize(" " + source) if opts.lookup else None,
+                                           source_end=self._source_end(source, leave_out))
                 seconds = time.perf_counter() - t0 - self.decoder.yielded
         except (ModelError, Interrupted):
             raise
@@ -304,6 +305,13 @@ class LlamaTranslator:
             source, text, step.tokens, len(prompt), self.runner.evaluated - start_eval, seconds,
             draft_tokens=step.draft, accepted_tokens=step.accepted, reused_tokens=step.reused, gaps=step.gaps,
         )
+
+    def _source_end(self, source: str, leave_out: int | None) -> int | None:
+        """How many prompt tokens come before the end of ``source`` in its prompt (None if it is not
+        found): the part of the cache the next update of a growing sentence can reuse."""
+        text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
+        at = text.rfind(source)
+        return None if at < 0 else len(self.prompter.tokens(text[:at + len(source)]))
 
     def _translate_long(self, source: str, t0: float, final: bool = False) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""
