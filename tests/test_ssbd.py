@@ -307,3 +307,16 @@ def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never
     assert results[-1].partial_source == "we also talked about" and not errors
     assert calls[-1][0] < asked + 9 * (calls[-1][1] - calls[-1][0]), calls
     worker.close()
+
+
+def test_one_token_decoding_uses_half_the_cores_and_keeps_the_logits(tr):
+    """One-token calls run on half the cores (memory-bound: the other half only doubled the CPU),
+    calls of several tokens on all; the load-time check compares the two kinds of call on exactly
+    these thread counts (test_beta_zero_equals_greedy_token_for_token holds it to its answer)."""
+    import os
+
+    from core.translate.llama_runner import generation_threads
+
+    assert [generation_threads(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
+    params = tr.runner.llm.context_params
+    assert params.n_threads == generation_threads() and params.n_threads_batch == (os.cpu_count() or 1)
