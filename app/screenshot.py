@@ -22,34 +22,17 @@ def _rich(view) -> bool:
     return bool(view.lines and p.committed and p.shown_tentative and p.shown_translation)
 
 
-def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> list[Path]:
-    """Render the overlay (real captions of ``recording``) and the settings panel to PNG, offscreen.
-
-    Runs the real pipeline with the default settings and bundled models and
-    shows the first frame that has finished lines, an unfinished line with
-    unconfirmed words and its partial translation, as a user would see it.
-    """
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
-    from PySide6.QtWidgets import QApplication
-
+def caption_view(recording: Path | None = None, settings=None, on_status=None):
+    """A frame of real captions of ``recording`` (the shared reading by default): the pipeline run with
+    ``settings`` (the defaults) and the bundled models, stopped at the first frame with finished lines,
+    an unfinished line with unconfirmed words and its partial translation, as a user would see it."""
     from core.audio.sources import FileSource
     from core.models.store import ModelStore
     from core.session import CaptionPipeline, create_asr_engine, create_translator
     from core.settings import Settings
 
-    from .views.overlay import CaptionOverlay
-    from .views.settings_panel import SettingsPanel
-
-    app = QApplication.instance() or QApplication([])
     recording = Path(recording or default_recording())
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SottoError(f"Could not create {out_dir} ({exc.strerror or exc}).") from exc
-    settings = Settings()  # the defaults, not the user's settings: screenshots are reproducible
+    settings = settings or Settings()  # the defaults, not the user's settings: screenshots are reproducible
     store = ModelStore()
     asr = create_asr_engine(settings, store, on_status)
     translator = create_translator(settings, store, on_status)
@@ -79,6 +62,32 @@ def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> 
     view = max(rich, key=lambda v: len(v.partial.shown_source)) if rich else (views[-1] if views else None)
     if view is None:
         raise SottoError(f"No speech was recognised in {recording}; choose another recording.")
+    return view
+
+
+def screenshot(out_dir: Path, recording: Path | None = None, on_status=None) -> list[Path]:
+    """Render the overlay (real captions of ``recording``, :func:`caption_view`) and the settings panel
+    to PNG, offscreen."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
+    from PySide6.QtWidgets import QApplication
+
+    from core.models.store import ModelStore
+    from core.settings import Settings
+
+    from .views.overlay import CaptionOverlay
+    from .views.settings_panel import SettingsPanel
+
+    app = QApplication.instance() or QApplication([])
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SottoError(f"Could not create {out_dir} ({exc.strerror or exc}).") from exc
+    settings = Settings()
+    store = ModelStore()
+    view = caption_view(recording, settings, on_status)
 
     overlay = CaptionOverlay(settings.overlay, settings.asr.language, settings.translation.target)
     overlay.resize(settings.overlay.width, overlay.content_height())
