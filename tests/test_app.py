@@ -905,3 +905,30 @@ def test_a_later_start_without_an_engine_check_runs_one_in_the_background_and_ap
         assert not c.calibration.running  # checked on this machine already
     finally:
         c.shutdown()
+
+
+def test_the_settings_panel_sets_up_without_a_qt_warning(qtbot, app_dirs):
+    """Every row the Models tab shows or hides is a row of its form (a button of the Compute tab once took
+    the name of the drafter's "tune for this machine" box, whose row then never hid: "QFormLayout::
+    setRowVisible: Invalid widget"), and the box follows asr.calibrate."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    messages: list[str] = []
+    previous = qInstallMessageHandler(lambda mode, context, text: messages.append(text))
+    try:
+        panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+        qtbot.addWidget(panel)
+        speculative = Settings().with_value("asr.engine", "speculative")
+        panel.load(speculative)
+        assert panel._models_form.isRowVisible(panel.calibrate) and panel.calibrate.isChecked()
+        panel.load(speculative.with_value("asr.calibrate", False))
+        assert not panel.calibrate.isChecked()
+        panel.load(Settings())
+        assert not panel._models_form.isRowVisible(panel.calibrate)
+    finally:
+        qInstallMessageHandler(previous)
+    assert not [m for m in messages if "QFormLayout" in m], messages

@@ -441,21 +441,21 @@ class SettingsPanel(QDialog):
         self.engine_choice = QLabel("")
         self.engine_choice.setObjectName("engineChoice")
         self.engine_choice.setWordWrap(True)
-        self.calibrate = QPushButton("Check again")
-        self.calibrate.setObjectName("calibrateButton")
-        self.calibrate.setToolTip("Measures which speech engine keeps up with live speech on this computer, with "
-                                  "the translation chosen, and uses the most accurate one that does (about a "
-                                  "minute; the first time a little longer).")
+        self.check_again = QPushButton("Check again")
+        self.check_again.setObjectName("calibrateButton")
+        self.check_again.setToolTip("Measures which speech engine keeps up with live speech on this computer, with "
+                                    "the translation chosen, and uses the most accurate one that does (about a "
+                                    "minute; the first time a little longer).")
         self.calibration_bar = QProgressBar()
         self.calibration_bar.setObjectName("calibrationBar")
         self.calibration_bar.setRange(0, 100)
         self.calibration_bar.setVisible(False)
         row = QHBoxLayout()
         row.addWidget(self.calibration_bar, 1)
-        row.addWidget(self.calibrate)
+        row.addWidget(self.check_again)
         form.addRow("Speech engine for this computer", self.engine_choice)
         form.addRow("", row)
-        self.calibrate.clicked.connect(self.calibrate_requested.emit)
+        self.check_again.clicked.connect(self.calibrate_requested.emit)
         self.gpu_layers = QSpinBox()
         self.gpu_layers.setRange(*_ints(value_range("translation.n_gpu_layers")))
         self.gpu_layers.setSpecialValueText("all (-1)")
@@ -654,12 +654,12 @@ class SettingsPanel(QDialog):
     def show_calibration(self, summary: str, problem: str = "") -> None:
         """The saved engine calibration (its choice and why), and a problem of the last run."""
         self.calibration_bar.setVisible(False)
-        self.calibrate.setEnabled(True)
+        self.check_again.setEnabled(True)
         self.engine_choice.setText(f"{problem} {summary}".strip() if problem else summary)
 
     def show_calibration_progress(self, fraction: float | None, text: str) -> None:
         self.calibration_bar.setVisible(True)
-        self.calibrate.setEnabled(False)
+        self.check_again.setEnabled(False)
         show_fraction(self.calibration_bar, fraction)
         self.engine_choice.setText(text)
 
