@@ -495,7 +495,7 @@ def markdown(result: dict, lang: dict, command: str) -> str:
               "| speedup | × AR+reuse | TPS ratio |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in lang["table2"]:
-        k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0) if r["config"] != STOCK_CONFIG else 0
+        k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0)
         shown = f"{r['ne_display']:.3f} (mask-{k})" if k else "–"
         ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
         spread = f" ({r['seconds_min']}–{r['seconds_max']})" if "seconds_min" in r else ""

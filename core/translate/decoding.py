@@ -99,13 +99,19 @@ class Decoder:
         were reused. Prompts go in aligned chunks (see ``llama_runner``), so the
         logits are bit-identical to evaluating the prompt from scratch.
         """
+        keep = self._reuse(prompt)
+        return self.runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
+
+    def _reuse(self, prompt: list[int]) -> int:
+        """Roll the cache back to the part of ``prompt`` it may keep (whole prompt chunks in common with
+        it, with ``reuse_prefix``; at least the last prompt token is run again, for its logits) and
+        return that part's length."""
         runner = self.runner
         keep = 0
         if self.options.reuse_prefix:
-            # re-run at least the last prompt token, for its logits
             keep = runner.exact_reuse(min(common_prefix_len(runner.tokens, prompt), len(prompt) - 1))
         runner.truncate(keep)
-        return runner.eval(prompt[keep:], chunk=PROMPT_CHUNK), keep
+        return keep
 
     def _generate_ar(self, prompt: list[int], max_new: int) -> Step:
         """Plain greedy decoding: argmax until a stop token, a newline or a loop."""
@@ -296,8 +302,8 @@ class Decoder:
                 span: int) -> tuple[Step, np.ndarray] | None:
         """At β ≥ 0.5 (and no floor) the bias accepts every draft token of its span whatever the model
         says: (1-β)·p(draft) + β ≥ (1-β)·p(top) for every p. Those tokens need no logits, so they go
-        into the cache with the prompt, in the prompt's aligned chunks (a few calls instead of one per
-        7 tokens, and no 262k-entry row per token). Returns the step holding them (cut at a loop, as
+        into the cache with the prompt's tail in one call (instead of one call per 7 tokens with a
+        262k-entry row per token). Returns the step holding them (cut at a loop, as
         one by one) and the logits after the last, or None where nothing is forced (β < 0.5, a floor,
         an empty span). Positions reused later are still only whole chunks of prompt: the chunk that
         holds the prompt's end is never reused (:meth:`LlamaRunner.exact_reuse`)."""
@@ -312,10 +318,7 @@ class Decoder:
         if not step.tokens:
             return None
         runner = self.runner
-        keep = 0
-        if self.options.reuse_prefix:
-            keep = runner.exact_reuse(min(common_prefix_len(runner.tokens, prompt), len(prompt) - 1))
-        runner.truncate(keep)
+        keep = self._reuse(prompt)
         self.forced += len(step.tokens)
         step.reused = keep
         # whole prompt chunks before the end of the source go in as usual (the next update, whose source

@@ -279,7 +279,12 @@ class LlamaTranslator:
 
     def _translate(self, source: str, draft: list[int] | None, final: bool, span: int,
                    leave_out: int | None = None) -> TranslationResult:
-        prompt = self.prompt_tokens(source, leave_out)
+        text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
+        prompt = self.prompter.tokens(text)
+        # prompt tokens up to the end of the source: what the next update of a growing sentence can reuse
+        at = text.rfind(source)
+        source_end = None if at < 0 else len(self.prompter.tokens(text[:at + len(source)]))
+        source_tokens = self.runner.tokenize(" " + source) if self.options.lookup else None
         budget = self.runner.n_ctx - len(prompt)
         max_new = min(self.options.max_new_tokens, 2 * len(self.runner.tokenize(source)) + 16)
         if budget < max_new + 1:
@@ -292,8 +297,8 @@ class LlamaTranslator:
                 exact = final and not opts.bias_final  # a finished sentence, read as greedy
                 step = self.decoder.decode(prompt, max_new, opts, draft, 0 if exact else span, partial=not final,
                                            cut_phrases=not has_repeated_phrase(source),
-                                           source_tokens=self.runner.tokenize(" " + source) if opts.lookup else None,
-                                           source_end=self._source_end(source, leave_out))
+                                           source_tokens=source_tokens,
+                                           source_end=source_end)
                 seconds = time.perf_counter() - t0 - self.decoder.yielded
         except (ModelError, Interrupted):
             raise
@@ -305,13 +310,6 @@ class LlamaTranslator:
             source, text, step.tokens, len(prompt), self.runner.evaluated - start_eval, seconds,
             draft_tokens=step.draft, accepted_tokens=step.accepted, reused_tokens=step.reused, gaps=step.gaps,
         )
-
-    def _source_end(self, source: str, leave_out: int | None) -> int | None:
-        """How many prompt tokens come before the end of ``source`` in its prompt (None if it is not
-        found): the part of the cache the next update of a growing sentence can reuse."""
-        text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
-        at = text.rfind(source)
-        return None if at < 0 else len(self.prompter.tokens(text[:at + len(source)]))
 
     def _translate_long(self, source: str, t0: float, final: bool = False) -> TranslationResult:
         """A source too long for the context: translate it in halves and join (logged)."""
