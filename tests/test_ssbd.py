@@ -40,7 +40,9 @@ def test_beta_zero_equals_greedy_token_for_token(tr, ntrex):
     for cfg in (Config("ssbd0", 0.0), Config("ssbd0+kv", 0.0, reuse=True), Config("ar+kv", None, reuse=True),
                 Config("ssbd0+kv+lookup", 0.0, reuse=True, lookup=True),
                 Config("ar+kv+lookup", None, reuse=True, lookup=True)):
+        guessed = tr.decoder.guessed
         other = run_config(tr, cfg, sources, "de")
+        assert (tr.decoder.guessed > guessed) == cfg.lookup, f"{cfg.name}: lookup guesses made only with lookup"
         report = identity(ar, other, TIE_GAP)
         for d in report["divergences"]:
             print(f"{cfg.name}: update {d['update']} diverges at token {d['position']}, top-2 gap {d['top2_gap']}")
@@ -154,7 +156,9 @@ def test_from_beta_one_half_the_draft_is_kept_whole_without_its_logits(tr):
     draft is its start, and a loop in the draft is still cut where one-by-one decoding cuts it."""
     source = "The meeting starts at nine and the minutes are sent out on Friday."  # one clause piece
     junk = use_knobs(tr).translate("Das ist ein ganz anderer Satz über das Wetter.").tokens
+    forced = tr.decoder.forced
     half = use_knobs(tr, beta=0.5, reuse=True).translate(source, junk)
+    assert tr.decoder.forced - forced == len(junk), "the kept draft went in with the prompt, without logits"
     one = use_knobs(tr, beta=1.0, reuse=True).translate(source, junk)
     assert half.tokens == one.tokens and half.tokens[:len(junk)] == junk
     assert half.accepted_tokens == len(junk) == half.draft_tokens
@@ -320,3 +324,22 @@ def test_one_token_decoding_uses_half_the_cores_and_keeps_the_logits(tr):
     assert [generation_threads(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
     params = tr.runner.llm.context_params
     assert params.n_threads == generation_threads() and params.n_threads_batch == (os.cpu_count() or 1)
+
+
+def test_a_finished_clause_piece_is_drafted_by_the_previous_translation_and_stays_greedy(tr):
+    """When a growing sentence gains a clause, its first piece becomes finished: translated at β = 0
+    with the previous translation (which began with it) as its draft, so its tokens are greedy
+    decoding's and the draft's matching start is accepted rather than decoded again."""
+    from core.translate.clauses import clause_pieces
+
+    before, after = "The council met on Tuesday, and the", "The council met on Tuesday, and the mayor spoke first."
+    assert len(clause_pieces(before)) == 1 and len(clause_pieces(after)) == 2
+    piece = clause_pieces(after)[0]
+    greedy = use_knobs(tr).translate(piece).tokens
+    tr.forget()
+    draft = use_knobs(tr, beta=0.5, reuse=True, scope="final-exact").translate(before).tokens
+    tr.translate(after, draft, draft_source=before)
+    result = tr._pieces.get((tr.options.source_lang, tr.options.target_lang, piece))
+    assert result is not None and result.tokens == greedy, "the finished piece is greedy decoding's"
+    assert result.draft_tokens > 0 and result.accepted_tokens > 0, "and drafted by the previous translation"
+    use_knobs(tr)
