@@ -167,6 +167,25 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     return run
 
 
+def profile(translator, configs: list[Config], sources: list[str], lang: str) -> list[dict]:
+    """One more run of each of ``configs`` with every model call recorded
+    (:class:`~core.translate.llama_runner.CallLog`): where the seconds go, by sentence (finished or
+    not) and kind of call."""
+    from core.translate.llama_runner import CallLog
+
+    rows = []
+    for cfg in configs:
+        translator.runner.log = log = CallLog()
+        try:
+            run = run_config(translator, cfg, sources, lang)
+        finally:
+            translator.runner.log = None
+        for (phase, kind), st in sorted(log.stats.items()):
+            rows.append({"config": cfg.name, "sentence": phase, "kind": kind, "calls": st.calls, "tokens": st.tokens,
+                         "rows": st.rows, "seconds": round(st.seconds, 2), "run_seconds": round(run.seconds, 2)})
+    return rows
+
+
 def broken(sources: list[str], finals: list[str], lang: str) -> dict:
     """How many finished translations a reader would call broken (core.translate.quality): a phrase
     said twice in a row (where the source does not), a fragment of the sentence, a copy left in English."""
@@ -236,7 +255,7 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
 
 
 def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int = 3,
-                   stock: tuple[str, str] | None = None, quick: bool = False) -> dict:
+                   stock: tuple[str, str] | None = None, quick: bool = False, with_profile: bool = False) -> dict:
     src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()
     ref = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()
     translator.options.target_lang = lang
@@ -326,6 +345,9 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
     log(f"app default ({headline['default_scope']}): {headline['speedup_default_vs_ar_reuse']}× AR with the same "
         f"reuse, chrF {headline['chrf_default']} vs {headline['chrf_ar']}, NE shown {headline['ne_display_default']} "
         f"vs AR's NE {headline['ne_ar']}, β = 0 identical: {headline['beta0_identical']}")
+    if with_profile:
+        by_name = {cfg.name: cfg for cfg in table2_cfgs}
+        headline["profile"] = profile(translator, [by_name[AR_KV], default], main_src, lang)
     if quick:
         return {"lang": lang, "sentences": n_main, "side_sentences": 0, "repeats": repeats, "quick": True,
                 **headline, "table2": table2, "table3": [], "table4": [], "beta0": ident}
@@ -446,6 +468,7 @@ def summary_json(result: dict) -> dict:
         "chrf_ar_scratch": ar["chrf"],
         "beta0_identical_fraction": first["beta0"]["identical_fraction"],
         "beta0_divergences": first["beta0"]["divergences"],
+        "profile": first.get("profile"),
         "quick": result.get("quick", False),
         "sentences": first["sentences"],
         "wall_seconds": result.get("wall_seconds"),
@@ -519,6 +542,15 @@ def markdown(result: dict, lang: dict, command: str) -> str:
                   f"took {stock['seconds']} s, and {stock['identical_to_exact_ar']:.1%} of its updates are "
                   "token for token those of the exact build's AR (batch-dependent rounding changes greedy "
                   "tokens)."]
+    if lang.get("profile"):
+        lines += ["", "Where the model time goes (`--profile`: one more run of each, every model call timed; "
+                  "one-token = greedy decoding, verification = a draft's logit rows, prompt = tokens evaluated for "
+                  "the last one's logits, a kept draft included):", "",
+                  "| configuration | sentence | kind of call | calls | tokens evaluated | logit rows | seconds |",
+                  "|---|---|---|---:|---:|---:|---:|"]
+        for r in lang["profile"]:
+            lines.append(f"| {r['config']} | {r['sentence']} | {r['kind']} | {r['calls']} | {r['tokens']} | "
+                         f"{r['rows']} | {r['seconds']} |")
     b0 = lang["beta0"]
     ties = sum(d["near_tie"] for d in b0["divergences"])
     lines += ["", f"β = 0 vs greedy AR: {b0['identical_fraction']:.1%} of updates identical token for token; "
@@ -582,6 +614,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a directory holding llama-cpp-python's stock build (pip install --target DIR "
                              "llama-cpp-python): its plain AR is timed once beside Table 2")
     parser.add_argument("--stock-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true",
+                        help="one more run of the app's default and AR with the same reuse, every model call timed "
+                             "(where the seconds go)")
     parser.add_argument("--json", help="write the summary JSON object here")
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
@@ -603,7 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model,
         "quick": args.quick,
         "languages": [bench_language(translator, lang, n_main, n_side, args.repeats,
-                                     (args.stock_llama, args.model) if args.stock_llama else None, quick=args.quick)
+                                     (args.stock_llama, args.model) if args.stock_llama else None, quick=args.quick,
+                                     with_profile=args.profile)
                       for lang in langs],
     }
     translator.close()
@@ -617,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --sentences {args.sentences}" if args.sentences else "")
         + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
         + (" --stock-llama DIR" if args.stock_llama else "")
+        + (" --profile" if args.profile else "")
         + (" --json FILE" if args.json else "")
         + ("" if args.model == "gemma-3-270m" else f" --model {args.model}")
         + " --write-docs"
@@ -624,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     blocks = {lang["lang"]: markdown(result, lang, command) for lang in result["languages"]}
     print("\n\n".join(blocks.values()))
     flat = summary_json(result)
-    print(json.dumps({k: v for k, v in flat.items() if k != "beta0_divergences"}, ensure_ascii=False))
+    print(json.dumps({k: v for k, v in flat.items() if k not in ("beta0_divergences", "profile")}, ensure_ascii=False))
     if args.json:
         Path(args.json).write_text(json.dumps({**flat, "full": result}, indent=2, ensure_ascii=False))
     if args.write_docs:

@@ -343,3 +343,25 @@ def test_a_finished_clause_piece_is_drafted_by_the_previous_translation_and_stay
     assert result is not None and result.tokens == greedy, "the finished piece is greedy decoding's"
     assert result.draft_tokens > 0 and result.accepted_tokens > 0, "and drafted by the previous translation"
     use_knobs(tr)
+
+
+def test_the_call_log_accounts_for_every_evaluated_token(tr, ntrex):
+    """``sotto bench translate --profile``: with a CallLog on the runner, every model call of the app's
+    default is recorded under its sentence (finished or not) and kind, and the tokens it shows are
+    exactly the tokens the runner evaluated; without it nothing is recorded."""
+    from bench.translate import profile
+    from core.translate.llama_runner import CallLog
+
+    default, _ = app_default()
+    sources = ntrex[1:3]
+    before = tr.runner.evaluated
+    rows = profile(tr, [default], sources, "de")
+    assert tr.runner.log is None
+    assert sum(r["tokens"] for r in rows) == tr.runner.evaluated - before
+    kinds = {(r["sentence"], r["kind"]) for r in rows}
+    assert {("unfinished", "prompt"), ("unfinished", "one-token"), ("finished", "prompt"),
+            ("finished", "one-token")} <= kinds, kinds
+    assert all(r["rows"] == r["tokens"] for r in rows if r["kind"] in ("one-token", "verification"))
+    assert all(r["rows"] == r["calls"] for r in rows if r["kind"] in ("prompt", "one-token"))
+    assert [CallLog.kind(1, 1), CallLog.kind(5, 1), CallLog.kind(5, 5)] == ["one-token", "prompt", "verification"]
+    use_knobs(tr)

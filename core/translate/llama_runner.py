@@ -12,6 +12,9 @@ import contextlib
 import logging
 import os
 import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +143,39 @@ def generation_threads(cores: int | None = None) -> int:
     return max(1, cores // 2)
 
 
+@dataclass
+class CallStats:
+    """Model calls of one kind: how many, the tokens they evaluated, the logit rows they returned and
+    their wall seconds."""
+
+    calls: int = 0
+    tokens: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+
+
+class CallLog:
+    """Where a translator's model time goes (``sotto bench translate --profile``): every
+    :meth:`LlamaRunner.eval` call, by ``phase`` (set by the caller: "finished" or "unfinished"
+    sentence) and kind: ``one-token`` (greedy decoding), ``verification`` (a draft's logit rows) or
+    ``prompt`` (tokens evaluated for the last one's logits: a prompt, a kept draft)."""
+
+    def __init__(self) -> None:
+        self.phase = ""
+        self.stats: dict[tuple[str, str], CallStats] = defaultdict(CallStats)
+
+    @staticmethod
+    def kind(tokens: int, rows: int) -> str:
+        return "one-token" if tokens == 1 else ("verification" if rows > 1 else "prompt")
+
+    def add(self, tokens: int, rows: int, seconds: float) -> None:
+        stats = self.stats[(self.phase, self.kind(tokens, rows))]
+        stats.calls += 1
+        stats.tokens += tokens
+        stats.rows += rows
+        stats.seconds += seconds
+
+
 class LlamaRunner:
     """One model, one context, one sequence; not thread-safe (one owner thread)."""
 
@@ -187,10 +223,9 @@ class LlamaRunner:
         self._stops: dict[int, bool] = {}  # is_stop's answers, per token
         self._pieces: dict[int, str] = {}  # piece_of's answers, per token
         self.evaluated = 0  # tokens run through the model since load (for metrics)
+        self.log: CallLog | None = None  # set: every eval call is recorded there
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
         self.gpu_offload = n_gpu_layers != 0 and self._supports_gpu_offload()
-        import time
-
         t0 = time.perf_counter()
         self.batch_invariant, diff = self.batch_matches_single(BATCH_CHECK_TOKENS, SMALL_CHUNK)
         self.batch_check_seconds = time.perf_counter() - t0
@@ -273,6 +308,7 @@ class LlamaRunner:
         llm = self.llm
         n_batch = min(llm.n_batch, chunk or llm.n_batch)
         want_from = len(tokens) - 1 if logits_from is None else logits_from
+        t0 = time.perf_counter()
         rows: list[np.ndarray] = []
         for i in range(0, len(tokens), n_batch):
             if self.interrupt.is_set():  # between decode calls, so the cache and token list agree
@@ -294,6 +330,8 @@ class LlamaRunner:
             if n_out:
                 rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_out, self.n_vocab)).copy())
         out = np.concatenate(rows, axis=0)
+        if self.log is not None:
+            self.log.add(len(tokens), len(out), time.perf_counter() - t0)
         return out[-1] if logits_from is None else out
 
     def piece_of(self, token: int) -> str:

@@ -290,6 +290,8 @@ class LlamaTranslator:
         if budget < max_new + 1:
             return self._translate_long(source, time.perf_counter(), final)
         start_eval = self.runner.evaluated
+        if self.runner.log is not None:
+            self.runner.log.phase = "finished" if final else "unfinished"
         try:
             with COMPUTE_GATE.held(SPEECH if final else TRANSLATION):
                 t0 = time.perf_counter()  # compute time only, not the waits for the gate
