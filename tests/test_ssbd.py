@@ -347,8 +347,8 @@ def test_a_finished_clause_piece_is_drafted_by_the_previous_translation_and_stay
 
 def test_the_call_log_accounts_for_every_evaluated_token(tr, ntrex):
     """``sotto bench translate --profile``: with a CallLog on the runner, every model call of the app's
-    default is recorded under its sentence (finished or not) and kind, and the tokens it shows are
-    exactly the tokens the runner evaluated; without it nothing is recorded."""
+    default is recorded under its sentence (finished or not) and kind, the tokens it shows are
+    exactly the tokens the runner evaluated, and the log is taken off the runner afterwards."""
     from bench.translate import profile
     from core.translate.llama_runner import CallLog
 

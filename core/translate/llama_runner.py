@@ -156,9 +156,11 @@ class CallStats:
 
 class CallLog:
     """Where a translator's model time goes (``sotto bench translate --profile``): every
-    :meth:`LlamaRunner.eval` call, by ``phase`` (set by the caller: "finished" or "unfinished"
-    sentence) and kind: ``one-token`` (greedy decoding), ``verification`` (a draft's logit rows) or
-    ``prompt`` (tokens evaluated for the last one's logits: a prompt, a kept draft)."""
+    :meth:`LlamaRunner.eval` call, by ``phase`` (set by the translator: "finished" or "unfinished"
+    for the update the call serves; a clause piece finished while its sentence still grows counts
+    under "unfinished", though it is decoded exactly) and kind: ``one-token`` (greedy decoding),
+    ``verification`` (a draft's logit rows) or ``prompt`` (tokens evaluated for the last one's
+    logits: a prompt, a kept draft)."""
 
     def __init__(self) -> None:
         self.phase = ""
