@@ -22,9 +22,22 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# OpenMP runtimes (CTranslate2's) spin-wait after each call by default, stealing the
-# cores from the next model; passive waiting hands them over at once.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# How idle threads wait (read by each library when it loads, so set before numpy, CTranslate2 and
+# llama.cpp load: ``core`` imports this module first; a variable already set wins). Measured on the
+# 2-core AMD EPYC of docs/BENCHMARKS.md ("Threads that wait", `sotto bench threads`), an 8 s window
+# decoded by tiny.en / base between Gemma calls, as the models take turns at the gate:
+# - numpy's OpenBLAS keeps its other thread spinning for a while after a matrix product, however
+#   small (the mel filterbank that starts every Whisper decode): ~90 ms of CPU per decode, taking a
+#   core from the decode itself. One BLAS thread: tiny.en 285 -> 195 CPU ms, base 464 -> 376.
+# - OpenMP threads that sleep at once (passive waiting, the setting before) pay a wake-up for each of
+#   a decoder step's many small parallel regions; a brief spin (GOMP_SPINCOUNT iterations, a fraction
+#   of a millisecond, where ACTIVE alone would spin for ever) cuts a decode's wall time by ~40% and
+#   leaves no thread spinning after the calls. Both: tiny.en 181 -> 100 ms wall, 285 -> 154 ms CPU;
+#   base 330 -> 186 and 464 -> 316. llama.cpp's one-token calls run on one thread, unchanged.
+# KMP_BLOCKTIME is the same knob for Intel's OpenMP runtime: not measured (no such build here).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 SPEECH, TRANSLATION = 0, 1  # priorities: lower goes first (a finished sentence's translation: SPEECH)

@@ -75,6 +75,40 @@ def test_the_gate_is_free_after_an_error_inside():
     gate.release()
 
 
+# -- how idle threads wait (core.compute; its cost: sotto bench threads) --------------------------
+_BLAS_THREADS = """
+import ctypes, glob, os, sys
+{first}
+import numpy
+libs = glob.glob(os.path.join(os.path.dirname(numpy.__file__) + ".libs", "libscipy_openblas*"))
+print(ctypes.CDLL(libs[0]).scipy_openblas_get_num_threads64_() if libs else "no OpenBLAS")
+print(*(os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")))
+"""
+
+
+def _waiting(first: str, **env: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
+    out = subprocess.run([sys.executable, "-c", _BLAS_THREADS.format(first=first)], env={**clean, **env},
+                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, check=True)
+    return out.stdout.split("\n")
+
+
+def test_importing_core_first_gives_numpy_one_blas_thread_and_openmp_a_brief_spin():
+    """core sets how idle threads wait before numpy loads: one OpenBLAS thread (its other one spun
+    on after every mel filterbank, taking a core from the decode) and OpenMP threads that spin
+    briefly, not for ever; a value already in the environment wins."""
+    blas, variables, _ = _waiting("import core")
+    assert blas == "1"
+    assert variables == "1 ACTIVE 10000"
+    _, variables, _ = _waiting("import core", OMP_WAIT_POLICY="PASSIVE", GOMP_SPINCOUNT="0")
+    assert variables == "1 PASSIVE 0"
+
+
 # -- the live benchmark's alignment ----------------------------------------------------------------
 def test_coverage_is_how_far_the_shown_words_reach_into_the_reference():
     ref = words_of("Printing, in the only sense with which we are at present concerned, differs from most.")
