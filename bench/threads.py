@@ -8,9 +8,10 @@ call, then a 50 ms pause (its CPU: threads left spinning after the calls). Round
 are interleaved; each figure is the median over rounds (min–max spread) of the mean per call: wall
 ms and CPU ms (every thread of the process, spinning helpers included).
 
-Settings: the app's (what core.compute sets: one OpenBLAS thread, OpenMP threads spin briefly before
-they sleep); the one before it (OpenMP threads sleep at once, OpenBLAS on every core); passive
-waiting with one OpenBLAS thread (each change alone); and the app's with the speech models on one
+Settings: the app's (what core.compute sets: OpenBLAS's threads sleep as soon as a product is done,
+OpenMP threads spin briefly before they sleep); the one before it (OpenMP threads sleep at once,
+OpenBLAS's spin for 2^28 cycles, its default); each change alone; one OpenBLAS thread instead (as
+cheap, but it rounds the mel features differently); and the app's with the speech models on one
 thread.
 
 Usage: sotto bench threads [--rounds N] [--json FILE]
@@ -30,14 +31,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 READING = ROOT.parent / "shared" / "data" / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
-WAITING = ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
-CORES = str(os.cpu_count() or 1)
+WAITING = ("OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 # name: (environment, speech model threads (0: the app's, every core))
 SETTINGS: dict[str, tuple[dict[str, str], int]] = {
-    "the app's (one BLAS thread, brief spin)": ({}, 0),
-    "before (passive waiting, BLAS on every core)": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0",
-                                                      "OPENBLAS_NUM_THREADS": CORES}, 0),
-    "passive waiting, one BLAS thread": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}, 0),
+    "the app's (BLAS threads sleep at once, OpenMP spins briefly)": ({}, 0),
+    "before (passive waiting, BLAS threads spin ~0.1 s)": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0",
+                                                            "OPENBLAS_THREAD_TIMEOUT": "28"}, 0),
+    "passive waiting, BLAS threads sleep at once": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}, 0),
+    "the app's with one BLAS thread (other features)": ({"OPENBLAS_NUM_THREADS": "1"}, 0),
     "the app's, speech models on one thread": ({}, 1),
 }
 PROMPT = ("the invention of movable metal letters in the middle of the fifteenth century may justly be "

@@ -26,16 +26,20 @@ from contextlib import contextmanager
 # llama.cpp load: ``core`` imports this module first; a variable already set wins). Measured on the
 # 2-core AMD EPYC of docs/BENCHMARKS.md ("Threads that wait", `sotto bench threads`), an 8 s window
 # decoded by tiny.en / base between Gemma calls, as the models take turns at the gate:
-# - numpy's OpenBLAS keeps its other thread spinning for a while after a matrix product, however
-#   small (the mel filterbank that starts every Whisper decode): ~90 ms of CPU per decode, taking a
-#   core from the decode itself. One BLAS thread: tiny.en 285 -> 195 CPU ms, base 464 -> 376.
+# - numpy's OpenBLAS keeps its other threads spinning after a matrix product, however small (the mel
+#   filterbank that starts every Whisper decode), for 2^28 cycles (~0.1 s): ~90 ms of CPU per
+#   decode, taking a core from the decode itself. A timeout of 2^4 cycles puts them to sleep at once
+#   and keeps their number, so the features stay the same bit for bit (one BLAS thread would save as
+#   much but round the filterbank differently, and Whisper's int8 decoding changes words on such
+#   1-ulp differences: base's WER on the 16 shared clips moved from 5.2% to 7.3%, in both directions
+#   clip by clip).
 # - OpenMP threads that sleep at once (passive waiting, the setting before) pay a wake-up for each of
 #   a decoder step's many small parallel regions; a brief spin (GOMP_SPINCOUNT iterations, a fraction
 #   of a millisecond, where ACTIVE alone would spin for ever) cuts a decode's wall time by ~40% and
-#   leaves no thread spinning after the calls. Both: tiny.en 181 -> 100 ms wall, 285 -> 154 ms CPU;
-#   base 330 -> 186 and 464 -> 316. llama.cpp's one-token calls run on one thread, unchanged.
+#   leaves no thread spinning after the calls. llama.cpp's one-token calls run on one thread: unchanged.
+# Both: tiny.en 158 -> 98 ms wall and 261 -> 165 ms CPU per decode, base 310 -> 173 and 454 -> 304.
 # KMP_BLOCKTIME is the same knob for Intel's OpenMP runtime: not measured (no such build here).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
