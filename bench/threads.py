@@ -108,8 +108,9 @@ def run(rounds: int) -> dict:
             print(f"{name}: round {r + 1} of {rounds}…", file=sys.stderr, flush=True)
             proc = subprocess.run([sys.executable, "-m", "bench.threads", "--child", str(threads)], cwd=ROOT,
                                   env=env, capture_output=True, text=True, check=False)
-            if proc.returncode:
-                raise RuntimeError(f"{name}: {proc.stderr.strip()[-2000:]}")
+            if proc.returncode:  # the child's last line says why (a missing model: which command gets it)
+                lines = proc.stderr.strip().splitlines()
+                raise SystemExit(f"sotto bench threads: {name}: {lines[-1] if lines else f'exit {proc.returncode}'}")
             results[name] += json.loads(proc.stdout.strip().splitlines()[-1])["rounds"]
     summary = {}
     for name, per_round in results.items():
