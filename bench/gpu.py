@@ -16,11 +16,14 @@ precision (float32, float16, bfloat16):
   ``--repeats`` timed runs after a warm-up run, median with the min–max spread.
 
 The drafter is the engine's: on the CPU float32 with int8 linear layers, on a GPU the same
-precision as the verifier. Weights come from the model store (``SOTTO_MODELS_DIR``); a
-device machine cannot download, so carry the converted models there.
+precision as the verifier. Weights come from the model store (``SOTTO_MODELS_DIR``), or from
+transformers folders named by ``--drafter`` / ``--verifier``; a device machine cannot download,
+so carry the models there (``bench/carry.py`` packs them, and the clips decoded for
+``--audio``, in parts that fit a call).
 
 Usage: python -m bench.gpu [--device cuda|mps|cpu] [--dtypes float32,float16,bfloat16]
                            [--quick] [--repeats N] [--step S] [--json FILE]
+                           [--drafter DIR] [--verifier DIR] [--audio clips.npz]
 """
 
 from __future__ import annotations
@@ -39,12 +42,19 @@ QUICK_OFFLINE = ("jfk.flac", "librispeech_1089-134686-0000.flac")
 QUICK_STREAMING = ("jfk.flac",)
 
 
-def _clips(quick: bool) -> tuple[list[Path], list[Path]]:
-    """Offline: every shared ASR clip (their first 30 s); streaming: those not from LibriSpeech."""
+def _clips(quick: bool, audio_npz: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """Offline: every shared ASR clip (their first 30 s); streaming: those not from LibriSpeech.
+    With ``audio_npz`` the clips are those it holds (a device machine has no ../shared)."""
     if quick:
         return [SHARED / "asr" / c for c in QUICK_OFFLINE], [SHARED / "asr" / c for c in QUICK_STREAMING]
-    clips = sorted(p for p in (SHARED / "asr").iterdir()
-                   if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo"))
+    if audio_npz is not None:
+        import numpy as np
+
+        with np.load(audio_npz) as held:
+            paths = [SHARED / "asr" / name for name in held.files]
+    else:
+        paths = list((SHARED / "asr").iterdir())
+    clips = sorted(p for p in paths if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo"))
     return clips, [p for p in clips if not p.name.startswith("librispeech")]
 
 
@@ -128,26 +138,43 @@ def _tree_check(verifier, audio) -> dict:
             "same_argmax": rows.argmax(-1).tolist() == plain.argmax(-1).tolist()}
 
 
+def load_audio(paths: set[Path], npz: Path | None) -> dict:
+    """The first 30 s of each clip, decoded here or read from ``bench/carry.py``'s ``clips.npz``."""
+    import numpy as np
+
+    if npz is None:
+        from core.audio import decode_file
+
+        return {p.name: decode_file(p)[: 30 * 16000] for p in paths}
+    with np.load(npz) as clips:
+        missing = sorted(p.name for p in paths if p.name not in clips.files)
+        if missing:
+            raise SystemExit(f"{npz} lacks {', '.join(missing)}")
+        return {p.name: clips[p.name][: 30 * 16000] for p in paths}
+
+
 def run_dtype(device: str, dtype: str, offline: list[Path], streaming: list[Path], repeats: int,
-              step: float) -> dict:
-    """Everything for one precision on one device."""
+              step: float, models: tuple[str | Path, str | Path] = ("whisper-tiny.en", "whisper-base"),
+              audio_npz: Path | None = None) -> dict:
+    """Everything for one precision on one device; ``models``: the drafter and the verifier,
+    store names or transformers folders."""
     from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions, WhisperRunner, greedy_decode
     from core.asr.speculative.decoder import near_tie
-    from core.audio import decode_file
     from core.models import ModelStore
 
     store = ModelStore()
     t0 = time.perf_counter()
     on_cpu = device.startswith("cpu")
-    drafter = WhisperRunner(store.resolve("whisper-tiny.en"), device=device, name="tiny.en", quantize=True,
+    where = [m if isinstance(m, Path) else store.resolve(m) for m in models]
+    drafter = WhisperRunner(where[0], device=device, name="tiny.en", quantize=True,
                             dtype="float32" if on_cpu else dtype)
-    verifier = WhisperRunner(store.resolve("whisper-base"), device=device, name="base", dtype=dtype)
+    verifier = WhisperRunner(where[1], device=device, name="base", dtype=dtype)
     load_s = time.perf_counter() - t0
     dev = verifier.device
     decoder = SpeculativeDecoder(drafter, verifier, SpeculativeOptions())
     # float32 promises the verifier's greedy output exactly: no near-tie is allowed there
     check = _Check(0.0 if verifier.dtype_name == "float32" else near_tie(verifier))
-    audio = {p.name: decode_file(p)[: 30 * 16000] for p in {*offline, *streaming}}
+    audio = load_audio({*offline, *streaming}, audio_npz)
 
     def encode(runner, samples):
         _sync(dev)
@@ -227,27 +254,38 @@ def run_dtype(device: str, dtype: str, offline: list[Path], streaming: list[Path
     }
 
 
-def run(device: str, dtypes: list[str], quick: bool, repeats: int, step: float) -> dict:
+def run(device: str, dtypes: list[str], quick: bool, repeats: int, step: float,
+        models: tuple[str | Path, str | Path] = ("whisper-tiny.en", "whisper-base"),
+        audio_npz: Path | None = None, json_path: Path | None = None) -> dict:
+    """Every precision in turn; ``json_path`` is rewritten after each (a run cut short keeps them)."""
     from core.compute import torch_device
 
     device = torch_device(device)
-    offline, streaming = _clips(quick)
+    offline, streaming = _clips(quick, audio_npz)
     result = {"device": device, "device_name": device_name(device), "quick": quick, "repeats": repeats,
               "step_s": step, "offline_clips": [p.name for p in offline],
-              "streaming_clips": [p.name for p in streaming], "dtypes": {}}
+              "streaming_clips": [p.name for p in streaming],
+              "models": [str(m) for m in models], "dtypes": {}}
     for dtype in dtypes:
         print(f"[bench.gpu] {device} {dtype} …", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
         try:
-            result["dtypes"][dtype] = run_dtype(device, dtype, offline, streaming, repeats, step)
+            result["dtypes"][dtype] = run_dtype(device, dtype, offline, streaming, repeats, step, models, audio_npz)
         except Exception as exc:  # a precision the device lacks (bfloat16 before Ampere / macOS 14) is a row
             result["dtypes"][dtype] = {"dtype": dtype, "error": f"{type(exc).__name__}: {exc}"}
+        print(f"[bench.gpu] {dtype} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        if json_path is not None:
+            json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
 
 
 def markdown(r: dict) -> str:
     lines = [f"Device: {r['device']} — {r['device_name']}. Drafter whisper-tiny.en, verifier whisper-base. "
              f"Offline {len(r['offline_clips'])} clips, streaming {len(r['streaming_clips'])} clip(s) re-decoded every "
-             f"{r['step_s']:g} s; {r['repeats']} timed run(s) after a warm-up, median (min–max).", "",
+             f"{r['step_s']:g} s; {r['repeats']} timed run(s) after a warm-up, median (min–max)."
+             + ("" if r.get("models", ["whisper-tiny.en"])[0] == "whisper-tiny.en"
+                else f" Weights from {', '.join(r['models'])} (bench/carry.py: int8 rows, not the shipped ones)."),
+             "",
              "| dtype | identical to its greedy | divergences (gap; near-tie?) | tree pass vs plain | "
              "offline decoder greedy → spec | offline × (decoder / total) | "
              "streaming decoder greedy → spec+prev | "
@@ -280,14 +318,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs (default 3, --quick 1)")
     parser.add_argument("--step", type=float, default=None,
                         help="streaming update interval in s (default 1, --quick 3)")
-    parser.add_argument("--json", help="write the results as one JSON object here")
+    parser.add_argument("--json", type=Path, help="write the results as one JSON object here (after each precision)")
+    parser.add_argument("--drafter", type=Path, help="a transformers folder instead of the store's whisper-tiny.en")
+    parser.add_argument("--verifier", type=Path, help="a transformers folder instead of the store's whisper-base")
+    parser.add_argument("--audio", type=Path, help="the clips decoded, from `python -m bench.carry pack --audio`")
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 3)
     step = args.step or (3.0 if args.quick else 1.0)
-    result = run(args.device, [d.strip() for d in args.dtypes.split(",") if d.strip()], args.quick, repeats, step)
+    models = (args.drafter or "whisper-tiny.en", args.verifier or "whisper-base")
+    result = run(args.device, [d.strip() for d in args.dtypes.split(",") if d.strip()], args.quick, repeats, step,
+                 models, args.audio, args.json)
     print(markdown(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

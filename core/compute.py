@@ -16,11 +16,15 @@ waits for next, and it is never dropped.
 
 from __future__ import annotations
 
+import functools
+import mmap
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 # How idle threads wait (read by each library when it loads, so set before numpy, CTranslate2 and
 # llama.cpp load: ``core`` imports this module first; a variable already set wins). Measured on the
@@ -111,13 +115,71 @@ COMPUTE_GATE = ComputeGate()
 
 
 def cuda_available() -> bool:
-    """True when CTranslate2 sees a CUDA device (the speech models can run there)."""
+    """True when CTranslate2 sees a CUDA device and can run on it (the speech models can run there)."""
+    return ct2_cuda_problem() is None
+
+
+@functools.cache
+def ct2_cuda_libraries() -> tuple[str, ...]:
+    """The CUDA libraries CTranslate2 loads when it first computes on a GPU, by file name, as its
+    own binary names them (PyPI's CTranslate2 4.x for Linux: ``libcublas.so.12``; Windows:
+    ``cublas64_12.dll``). They are not linked: a GPU and its driver are found without them, and
+    a decode fails without them."""
+    import ctranslate2
+
+    folder = Path(ctranslate2.__file__).parent
+    binaries = [p for d in (folder, folder.parent / "ctranslate2.libs") if d.is_dir() for p in d.iterdir()
+                if p.suffix in (".so", ".dll") or ".so." in p.name]
+    found: set[str] = set()
+    for binary in binaries:
+        try:
+            with open(binary, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                for prefix, suffix in ((b"libcublas.so.", b""), (b"cublas64_", b".dll")):
+                    at = data.find(prefix)
+                    while at >= 0:
+                        m = re.match(rb"\d+", data[at + len(prefix):at + len(prefix) + 4])
+                        if m and data[at + len(prefix) + m.end():].startswith(suffix):
+                            found.add((prefix + m.group() + suffix).decode())
+                        at = data.find(prefix, at + 1)
+        except (OSError, ValueError):
+            continue
+    return tuple(sorted(found))
+
+
+def missing_libraries(names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` the dynamic loader cannot load here."""
+    import ctypes
+
+    missing = []
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            missing.append(name)
+    return missing
+
+
+@functools.cache
+def ct2_cuda_problem() -> str | None:
+    """None when CTranslate2 can run the speech models on a CUDA GPU here; else one sentence why not.
+
+    Seen on an NVIDIA H200 with CUDA 13 alone (driver 580, cuBLAS 13): CTranslate2 4.8.5 counts the GPU
+    and lists float16, yet its first encoder pass fails with "Library libcublas.so.12 is not found or
+    cannot be loaded"; so a GPU counts only where the libraries its binary names load."""
     try:
         import ctranslate2
 
-        return ctranslate2.get_cuda_device_count() > 0
-    except Exception:
-        return False
+        count = ctranslate2.get_cuda_device_count()
+    except Exception as exc:  # a broken CUDA install: a sentence, not a crash
+        return f"CTranslate2 cannot query CUDA here ({exc})."
+    if count <= 0:
+        return "CTranslate2 sees no CUDA GPU on this machine."
+    missing = missing_libraries(ct2_cuda_libraries())
+    if missing:
+        return (f"An NVIDIA GPU is here, but CTranslate2 needs {', '.join(missing)} (CUDA 12's cuBLAS), which "
+                "is not installed: install CUDA 12's cuBLAS (`pip install nvidia-cublas-cu12` and add its lib "
+                "folder to LD_LIBRARY_PATH), or keep the speech models on the CPU.")
+    return None
 
 
 # -- PyTorch devices and precisions (the speculative speech engine) -----------------------------
@@ -193,9 +255,11 @@ def compute_devices() -> list[str]:
         import ctranslate2
 
         cuda = ctranslate2.get_cuda_device_count()
-        where = f"{cuda} CUDA device(s)" if cuda else "CPU only"
+        problem = ct2_cuda_problem() if cuda else None
+        where = f"{cuda} CUDA device(s)" if cuda and problem is None else "CPU only"
         lines.append(f"CTranslate2 (faster-whisper): {where}; compute_dtype auto = "
-                     f"{ct2_compute_type('auto', 'cuda' if cuda else 'cpu')}")
+                     f"{ct2_compute_type('auto', 'cpu' if where == 'CPU only' else 'cuda')}"
+                     + (f". {problem}" if problem else ""))
     except Exception as exc:  # a broken CUDA install is a line here, not a crash
         lines.append(f"CTranslate2 (faster-whisper): not usable ({exc})")
     try:

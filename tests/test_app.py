@@ -648,6 +648,25 @@ def test_show_at_pause_switch_shows_the_setting_and_asks_to_change_it(qtbot, app
     assert blocker.args == ["captions.show_at_pause", True]
 
 
+def test_the_gpu_choice_says_why_it_cannot_be_chosen(qtbot, app_dirs):
+    """Settings › Compute: without a usable GPU the CUDA entry is greyed out and its tooltip is the
+    sentence ``core.compute.ct2_cuda_problem`` gives (e.g. CUDA 12's cuBLAS missing), not a guess."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    why = "An NVIDIA GPU is here, but CTranslate2 needs libcublas.so.12 (CUDA 12's cuBLAS), which is not installed."
+    for problem, tip in ((why, why), (None, "No CUDA GPU was found on this machine.")):
+        panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False,
+                              cuda_problem=problem)
+        qtbot.addWidget(panel)
+        item = panel.compute.model().item(panel.compute.findData("cuda"))
+        assert not item.isEnabled() and item.toolTip() == tip
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=True)
+    qtbot.addWidget(panel)
+    assert panel.compute.model().item(panel.compute.findData("cuda")).isEnabled()
+
+
 def test_source_mask_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):
     from app.views.settings_panel import SettingsPanel
     from core.models import ModelStore

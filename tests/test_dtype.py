@@ -67,6 +67,45 @@ def test_device_and_precision_choice(monkeypatch):
     assert lines[0].startswith("CPU: ") and any("compute_device auto = " in line for line in lines), lines
 
 
+def test_a_gpu_counts_for_ctranslate2_only_where_the_cublas_it_names_loads(monkeypatch, store, tmp_path):
+    """CTranslate2 finds a GPU and its driver without cuBLAS, then fails at the first decode ("Library
+    libcublas.so.12 is not found or cannot be loaded": seen on an H200 with CUDA 13 alone). The names
+    come from its own binary, the loading is the real dynamic loader's; the GPU count is faked for the
+    second half (this machine has none), as the test above fakes torch's."""
+    import ctranslate2
+
+    from core import compute
+    from core.asr.engine import FasterWhisperEngine
+    from core.errors import ModelError
+
+    names = compute.ct2_cuda_libraries()
+    assert names and all(n.startswith(("libcublas.so.", "cublas64_")) for n in names), names
+    assert compute.missing_libraries(("libc.so.6", "libsotto-not-there.so.1")) == ["libsotto-not-there.so.1"]
+    compute.ct2_cuda_problem.cache_clear()
+    try:
+        if ctranslate2.get_cuda_device_count() == 0:
+            assert compute.ct2_cuda_problem() == "CTranslate2 sees no CUDA GPU on this machine."
+            assert not compute.cuda_available()
+        monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
+        compute.ct2_cuda_problem.cache_clear()
+        missing = compute.missing_libraries(names)
+        problem = compute.ct2_cuda_problem()
+        assert compute.cuda_available() == (problem is None) == (not missing)
+        if missing:  # the usual case here: no CUDA 12 installed
+            assert problem.startswith("An NVIDIA GPU is here, but CTranslate2 needs " + ", ".join(missing)), problem
+            assert "nvidia-cublas-cu12" in problem
+            # asked for the GPU: one sentence at once, not a failure at the first decode
+            with pytest.raises(ModelError, match="needs libcublas|needs cublas64"):
+                FasterWhisperEngine(tmp_path / "unused", device="cuda")
+            # automatic: the CPU, with the real model
+            engine = FasterWhisperEngine(store.resolve("whisper-tiny.en"), device="auto")
+            assert engine.model.model.device == "cpu"
+            assert any(problem in line for line in compute.compute_devices())
+    finally:
+        monkeypatch.undo()
+        compute.ct2_cuda_problem.cache_clear()
+
+
 def test_sotto_devices_shows_the_compute_devices(capsys):
     import argparse
 
@@ -233,3 +272,34 @@ def test_faster_whisper_precision_follows_the_machine(store, jfk, shared):
         with pytest.raises(ModelError, match=f"cannot run the speech model in {dtype}; set asr.compute_dtype"):
             create_asr_engine(Settings().with_value("asr.compute_dtype", dtype), store)
     print("CTranslate2 on this CPU:", sorted(supported), "auto =", auto, "refused:", refused)
+
+
+def test_models_carried_to_a_device_machine_keep_their_shape_and_words(store, jfk, shared, tmp_path):
+    """``bench/carry.py`` packs the speculative engine's models into parts that fit a device call
+    (int8 rows + float16) and unpacks them into transformers folders there: every tensor comes back
+    with its name and shape, within half a quantisation step of the original, and the unpacked
+    drafter still transcribes a real recording (``python -m bench.gpu --drafter/--verifier`` ran on
+    an H200 this way)."""
+    from safetensors.numpy import load_file
+
+    from bench.carry import pack_model, unpack
+    from core.asr.speculative import WhisperRunner, greedy_decode
+    from core.asr.speculative.convert import ensure_converted
+    from core.captions import normalize_english, word_error_rate
+
+    source = ensure_converted(store.resolve("whisper-tiny.en"))
+    parts = pack_model(source, tmp_path / "pack", part_bytes=15_000_000)
+    assert len(parts) > 1 and all(p.stat().st_size <= 15_000_000 for p in parts)
+    (folder,) = unpack([tmp_path / "pack"], tmp_path / "models")
+    original, carried = load_file(str(source / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    assert original.keys() == carried.keys()
+    for name, tensor in original.items():
+        assert carried[name].shape == tensor.shape and carried[name].dtype == tensor.dtype, name
+        rows = tensor.reshape(tensor.shape[0], -1) if tensor.ndim else tensor.reshape(1, 1)
+        step = np.abs(rows).max(axis=1, keepdims=True) / 127  # int8's step; float16's is far finer
+        error = np.abs(carried[name].reshape(rows.shape) - rows)
+        assert (error <= step / 2 + 1e-6).all(), name
+    runner = WhisperRunner(folder, name="tiny.en-carried")
+    text = greedy_decode(runner, jfk).text
+    wer = word_error_rate(normalize_english((shared / "asr" / "jfk.txt").read_text()), normalize_english(text))
+    assert wer <= 0.1, (wer, text)

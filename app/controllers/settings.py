@@ -16,7 +16,7 @@ from core import logger
 from core.audio.level import LevelMonitor
 from core.audio.loopback import list_output_devices, system_audio_unavailable
 from core.audio.sources import is_live, list_input_devices
-from core.compute import cuda_available
+from core.compute import ct2_cuda_problem
 from core.errors import SottoError
 from core.models.advice import advise
 from core.models.store import ModelStore, check_reference
@@ -184,7 +184,9 @@ class SettingsController(QObject):
                 outputs = [(f"system:{o.id}", f"System audio: {o.name}") for o in list_output_devices()]
             except SottoError as exc:  # no sound server: "System audio" still says why when started
                 logger.info("outputs not listed: %s", exc)
-        panel = SettingsPanel(self.settings, self.store.list(), devices, cuda_available(), outputs)
+        cuda_problem = ct2_cuda_problem()
+        panel = SettingsPanel(self.settings, self.store.list(), devices, cuda_problem is None, outputs,
+                              cuda_problem=cuda_problem)
         panel.change_requested.connect(self.apply)
         panel.download_requested.connect(self.start_download)
         panel.cancel_download.connect(self.downloads.cancel)

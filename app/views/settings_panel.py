@@ -143,7 +143,8 @@ class SettingsPanel(QDialog):
 
     def __init__(self, settings: Settings, models: list[ModelStatus], devices: list[tuple[str, str]],
                  cuda_available: bool, outputs: list[tuple[str, str]] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, cuda_problem: str | None = None) -> None:
+        """``cuda_problem``: why the GPU cannot be chosen (``core.compute.ct2_cuda_problem``), shown on it."""
         super().__init__(parent)
         self.setWindowTitle("Sotto settings")
         self.setObjectName("settingsPanel")
@@ -156,7 +157,7 @@ class SettingsPanel(QDialog):
         self.tabs.addTab(self._models_tab(models), "Models")
         self.tabs.addTab(self._audio_tab(devices, outputs or []), "Audio")
         self.tabs.addTab(self._display_tab(), "Display")
-        self.tabs.addTab(self._compute_tab(cuda_available), "Compute")
+        self.tabs.addTab(self._compute_tab(cuda_available, cuda_problem), "Compute")
         self.tabs.addTab(self._hotkeys_tab(), "Hotkeys")
         self.tabs.currentChanged.connect(self._tab_changed)
         self.message = QLabel()
@@ -429,14 +430,14 @@ class SettingsPanel(QDialog):
         if colour.isValid():
             self.change_requested.emit(f"overlay.{key}", colour.name())
 
-    def _compute_tab(self, cuda_available: bool) -> QWidget:
+    def _compute_tab(self, cuda_available: bool, cuda_problem: str | None = None) -> QWidget:
         w = QWidget()
         form = QFormLayout(w)
         self.compute = _combo([("cpu", "CPU"), ("cuda", "NVIDIA GPU (CUDA)"), ("auto", "Automatic")])
         cuda_item = self.compute.model().item(1)
         if not cuda_available and cuda_item is not None:
             cuda_item.setEnabled(False)
-            cuda_item.setToolTip("No CUDA GPU was found on this machine.")
+            cuda_item.setToolTip(cuda_problem or "No CUDA GPU was found on this machine.")
         form.addRow("Speech model runs on", self.compute)
         self.engine_choice = QLabel("")
         self.engine_choice.setObjectName("engineChoice")

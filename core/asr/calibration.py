@@ -42,8 +42,9 @@ freely; it is rebuilt when needed, in about 15 s on two cores).
 The result (:class:`Calibration`) is saved as ``config_dir()/calibration.json``.
 
 On a CUDA device (``core.compute.cuda_available``) everything is timed there in float16. That
-path is written against CTranslate2's API but has not been run here (no GPU on the machines this
-was written on).
+path is written against CTranslate2's API and has not run to the end: on the one GPU lent so far (an
+H200 with CUDA 13 alone) CTranslate2 4.8.5 could not load CUDA 12's cuBLAS, which it needs
+(``core.compute.ct2_cuda_problem`` now says so, and calibration stays on the CPU there).
 
 ``core.asr`` may not import ``core.session`` (the session imports the engines: an import loop, see
 ``tests/test_architecture.py``), so the caller passes the streaming options and the translator,
@@ -728,9 +729,10 @@ def calibrate(options: StreamingOptions, translator=None, *, language: str = "en
     if device == "auto":
         device = "cuda" if cuda_available() else "cpu"
     elif device == "cuda" and not cuda_available():
+        from ..compute import ct2_cuda_problem
         from ..errors import SottoError
 
-        raise SottoError("CTranslate2 sees no CUDA device here; calibrate on the CPU (`--device cpu`) instead.")
+        raise SottoError(f"{ct2_cuda_problem()} Calibrate on the CPU (`--device cpu`) instead.")
     compute_type = ct2_compute_type("auto", device)
     rungs = ladder(language)
     drafter_name = rungs[0].drafter if _installed(store, rungs[0].drafter) else "whisper-tiny.en"

@@ -101,8 +101,10 @@ class WhisperRunner:
             # speculative passes keep making new ones (draft and cache lengths vary): issue #13 reports,
             # from an H100 running the code before this dtype work, fp16 streaming spec+prev at 1.20× of
             # greedy (a clip's first run 2.9 s against 0.46 s later) and, with cuDNN SDPA off (flash /
-            # memory-efficient / math kernels instead), 2.82×, still lossless. This code has not run
-            # on a GPU yet. Process-wide, as torch.backends settings are.
+            # memory-efficient / math kernels instead), 2.82×, still lossless. This code ran on an H200
+            # (2026-11-26, `python -m bench.gpu`, docs/BENCHMARKS.md) with it off: 92/92 decodes identical
+            # in float32 and float16, streaming decoder 2.2× greedy; with it on was not measured there.
+            # Process-wide, as torch.backends settings are.
             torch.backends.cuda.enable_cudnn_sdp(False)
         self.quantized = quantize and self.device.type == "cpu" and self.dtype == torch.float32
         if self.quantized:

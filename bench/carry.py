@@ -1,0 +1,161 @@
+"""Speech models and clips, packed small enough to carry to a machine that cannot download.
+
+A device machine (a lent GPU) takes at most 64 MiB per call and has no network and no PyAV. The
+speculative engine's transformers folders are 151 MB (tiny.en) and 290 MB (base) in float32, so
+``pack`` stores each large matrix as int8 with one float32 scale per row (absmax), everything
+else as float16, split into parts of at most ``--part-mb``; ``unpack`` writes transformers
+folders again (float32 ``model.safetensors`` + ``config.json`` + ``tokenizer.json``), and
+``--audio`` stores the shared clips decoded (float32, 16 kHz) so no decoder is needed there.
+
+The unpacked weights are not the shipped ones (int8 rounding, about 0.4% of a row's largest
+value): a benchmark run on them checks the speculative engine against the greedy output of
+*those* weights, which is what its losslessness contract is about, and times models of the
+same shape; its WER is not the shipped model's.
+
+Usage:
+  python -m bench.carry pack OUT [--models whisper-tiny.en,whisper-base] [--audio] [--part-mb 28]
+  python -m bench.carry unpack DIR... --out MODELS
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+INT8_MIN_ELEMENTS = 100_000  # smaller tensors (biases, norms, convolution kernels) stay float16
+KEEP_FLOAT16 = ("embed_positions",)  # position tables: small, and their rows are not alike
+
+
+def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and their float32 scales (absmax / 127; an all-zero row gets scale 1)."""
+    m = matrix.astype(np.float32)
+    scale = np.abs(m).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    q = np.clip(np.rint(m / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) * scale[:, None]
+
+
+def _encode(name: str, tensor: np.ndarray) -> dict[str, np.ndarray]:
+    if (tensor.ndim == 2 and tensor.size >= INT8_MIN_ELEMENTS and tensor.dtype.kind == "f"
+            and not any(k in name for k in KEEP_FLOAT16)):
+        q, scale = quantize_rows(tensor)
+        return {f"{name}|q8": q, f"{name}|scale": scale}
+    if tensor.dtype.kind == "f":
+        return {f"{name}|f16": tensor.astype(np.float16)}
+    return {f"{name}|raw": tensor}
+
+
+def pack_model(folder: Path, out: Path, part_bytes: int) -> list[Path]:
+    """``folder`` (a transformers Whisper folder) → ``out/<model>.meta.json`` + ``.partN.npz`` files."""
+    from safetensors.numpy import load_file
+
+    state = load_file(str(folder / "model.safetensors"))
+    model = folder.parent.name if folder.name == "hf-converted" else folder.name
+    parts: list[dict[str, np.ndarray]] = [{}]
+    size = 0
+    for name in sorted(state):
+        encoded = _encode(name, state[name])
+        nbytes = sum(a.nbytes for a in encoded.values())
+        if size and size + nbytes > part_bytes:
+            parts.append({})
+            size = 0
+        parts[-1].update(encoded)
+        size += nbytes
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, part in enumerate(parts):
+        path = out / f"{model}.part{i}.npz"
+        np.savez_compressed(path, **part)
+        written.append(path)
+    meta = {"model": model, "parts": len(parts),
+            "config": json.loads((folder / "config.json").read_text(encoding="utf-8")),
+            "tokenizer": (folder / "tokenizer.json").read_text(encoding="utf-8")}
+    (out / f"{model}.meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return written
+
+
+def unpack(dirs: list[Path], out: Path) -> list[Path]:
+    """Every model whose meta and parts are found in ``dirs`` → ``out/<model>/`` (a transformers folder)."""
+    from safetensors.numpy import save_file
+
+    files = {p.name: p for d in dirs for p in d.iterdir()}
+    made = []
+    for meta_name in sorted(n for n in files if n.endswith(".meta.json")):
+        meta = json.loads(files[meta_name].read_text(encoding="utf-8"))
+        model = meta["model"]
+        missing = [f"{model}.part{i}.npz" for i in range(meta["parts"]) if f"{model}.part{i}.npz" not in files]
+        if missing:
+            raise SystemExit(f"{model}: parts missing: {', '.join(missing)}")
+        state: dict[str, np.ndarray] = {}
+        for i in range(meta["parts"]):
+            with np.load(files[f"{model}.part{i}.npz"]) as part:
+                arrays = {k: part[k] for k in part.files}
+            for key, value in arrays.items():
+                name, kind = key.rsplit("|", 1)
+                if kind == "q8":
+                    state[name] = dequantize_rows(value, arrays[f"{name}|scale"])
+                elif kind == "f16":
+                    state[name] = value.astype(np.float32)
+                elif kind == "raw":
+                    state[name] = value
+        folder = out / model
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        (folder / "config.json").write_text(json.dumps(meta["config"], indent=2), encoding="utf-8")
+        (folder / "tokenizer.json").write_text(meta["tokenizer"], encoding="utf-8")
+        made.append(folder)
+    return made
+
+
+def pack_audio(out: Path) -> Path:
+    """Every shared ASR clip, decoded as the benchmarks decode it, in one compressed file."""
+    from core.audio import decode_file
+
+    clips = sorted(p for p in (SHARED / "asr").iterdir() if p.suffix in (".wav", ".flac"))
+    path = out / "clips.npz"
+    np.savez_compressed(path, **{p.name: decode_file(p) for p in clips})
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.carry", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="pack models (and clips) into OUT")
+    p.add_argument("out", type=Path)
+    p.add_argument("--models", default="whisper-tiny.en,whisper-base")
+    p.add_argument("--audio", action="store_true", help="also the shared clips, decoded")
+    p.add_argument("--part-mb", type=float, default=28.0)
+    u = sub.add_parser("unpack", help="unpack the models found in DIRs into transformers folders")
+    u.add_argument("dirs", type=Path, nargs="+")
+    u.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "unpack":
+        for folder in unpack(args.dirs, args.out):
+            print(folder)
+        return 0
+    from core.asr.speculative.convert import ensure_converted
+    from core.models import ModelStore
+
+    store = ModelStore()
+    for name in (m.strip() for m in args.models.split(",") if m.strip()):
+        folder = ensure_converted(store.resolve(name))
+        for path in pack_model(folder, args.out, int(args.part_mb * 1e6)):
+            print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
+    if args.audio:
+        path = pack_audio(args.out)
+        print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
