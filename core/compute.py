@@ -176,9 +176,12 @@ def ct2_cuda_problem() -> str | None:
         return "CTranslate2 sees no CUDA GPU on this machine."
     missing = missing_libraries(ct2_cuda_libraries())
     if missing:
-        return (f"An NVIDIA GPU is here, but CTranslate2 needs {', '.join(missing)} (CUDA 12's cuBLAS), which "
-                "is not installed: install CUDA 12's cuBLAS (`pip install nvidia-cublas-cu12` and add its lib "
-                "folder to LD_LIBRARY_PATH), or keep the speech models on the CPU.")
+        found = re.search(r"(\d+)(?:\.dll)?$", missing[0])
+        major = found.group(1) if found else "12"  # the names looked for all end in the CUDA major version
+        path = "PATH" if os.name == "nt" else "LD_LIBRARY_PATH"
+        return (f"An NVIDIA GPU is here, but CTranslate2 needs {', '.join(missing)} (CUDA {major}'s cuBLAS), "
+                f"which is not installed: install CUDA {major}'s cuBLAS (`pip install nvidia-cublas-cu{major}` "
+                f"and add its lib folder to {path}), or keep the speech models on the CPU.")
     return None
 
 
