@@ -101,9 +101,25 @@ def test_a_gpu_counts_for_ctranslate2_only_where_the_cublas_it_names_loads(monke
             engine = FasterWhisperEngine(store.resolve("whisper-tiny.en"), device="auto")
             assert engine.model.model.device == "cpu"
             assert any(problem in line for line in compute.compute_devices())
+            # the app, with the GPU chosen in the settings: captions go on, on the CPU, and it says why
+            from core.session.engines import create_asr_engine
+            from core.settings import Settings
+
+            said = []
+            chosen = Settings().with_value("asr.compute_device", "cuda").with_value("asr.compute_dtype", "float16")
+            engine = create_asr_engine(chosen, store, on_status=lambda text, _fraction: said.append(text))
+            assert engine.drafter.model.model.device == engine.verifier.model.model.device == "cpu"
+            assert engine.drafter.compute_type == ct2_auto_cpu()
+            assert f"{problem} Captions run on the CPU this time." in said, said
     finally:
         monkeypatch.undo()
         compute.ct2_cuda_problem.cache_clear()
+
+
+def ct2_auto_cpu() -> str:
+    from core.compute import ct2_compute_type
+
+    return ct2_compute_type("auto", "cpu")
 
 
 def test_sotto_devices_shows_the_compute_devices(capsys):

@@ -18,6 +18,7 @@ from .. import logger
 from ..asr.engine import ASREngine, FasterWhisperEngine
 from ..asr.streaming import StreamingOptions
 from ..captions.policy import CaptionPolicy
+from ..compute import ct2_cuda_problem
 from ..errors import ModelError
 from ..models.store import ModelStore, StatusCallback
 from ..settings import ASREngineKind, Settings, TranslationEngineKind
@@ -154,6 +155,13 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
                                  calibrate_on=demo_sample() if spec.calibrate else None,
                                  encoder_seconds=spec.speculative_encoder_seconds)
     path = store.resolve(spec.model, on_status)
+    if spec.compute_device.split(":")[0] == "cuda" and (problem := ct2_cuda_problem()) is not None:
+        # the GPU chosen cannot run the speech models here (e.g. CUDA 12's cuBLAS missing since): captions go
+        # on, on the CPU, rather than not at all; the setting stays, for when the GPU works again
+        logger.warning("asr.compute_device %s unusable: %s", spec.compute_device, problem)
+        if on_status:
+            on_status(f"{problem} Captions run on the CPU this time.", None)
+        spec = dataclasses.replace(spec, compute_device="cpu", compute_dtype="auto")
     if on_status:
         on_status(f"Loading speech model {spec.model}", None)
     engine = FasterWhisperEngine(path, device=spec.compute_device, compute_type=spec.compute_dtype,
