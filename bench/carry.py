@@ -5,7 +5,8 @@ speculative engine's transformers folders are 151 MB (tiny.en) and 290 MB (base)
 ``pack`` stores each large matrix as int8 with one float32 scale per row (absmax), everything
 else as float16, split into parts of at most ``--part-mb``; ``unpack`` writes transformers
 folders again (float32 ``model.safetensors`` + ``config.json`` + ``tokenizer.json``), and
-``--audio`` stores the shared clips decoded (float32, 16 kHz) so no decoder is needed there.
+``--audio`` stores the shared clips decoded (float32, 16 kHz) and their texts so no decoder is
+needed there (``--reading``: the 231 s reading too).
 
 The unpacked weights are not the shipped ones (int8 rounding, about 0.4% of a row's largest
 value): a benchmark run on them checks the speculative engine against the greedy output of
@@ -13,7 +14,7 @@ value): a benchmark run on them checks the speculative engine against the greedy
 same shape; its WER is not the shipped model's.
 
 Usage:
-  python -m bench.carry pack OUT [--models whisper-tiny.en,whisper-base] [--audio] [--part-mb 28]
+  python -m bench.carry pack OUT [--models whisper-tiny.en,whisper-base] [--audio] [--reading] [--part-mb 28]
   python -m bench.carry unpack DIR... --out MODELS
 """
 
@@ -117,14 +118,25 @@ def unpack(dirs: list[Path], out: Path) -> list[Path]:
     return made
 
 
-def pack_audio(out: Path) -> Path:
-    """Every shared ASR clip, decoded as the benchmarks decode it, in one compressed file."""
+def pack_audio(out: Path, reading: bool = False) -> list[Path]:
+    """Every shared ASR clip, decoded as the benchmarks decode it, in one compressed file, and their
+    reference texts (``references.json``); with ``reading``, the 231 s reading too (its own file)."""
     from core.audio import decode_file
 
     clips = sorted(p for p in (SHARED / "asr").iterdir() if p.suffix in (".wav", ".flac"))
-    path = out / "clips.npz"
-    np.savez_compressed(path, **{p.name: decode_file(p) for p in clips})
-    return path
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "clips.npz"]
+    np.savez_compressed(written[0], **{p.name: decode_file(p) for p in clips})
+    if reading:
+        long = SHARED / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"
+        written.append(out / "reading.npz")
+        np.savez_compressed(written[-1], **{long.name: decode_file(long)})
+        clips.append(long)
+    references = {p.name: p.with_suffix(".txt").read_text(encoding="utf-8") for p in clips
+                  if p.with_suffix(".txt").exists()}
+    written.append(out / "references.json")
+    written[-1].write_text(json.dumps(references), encoding="utf-8")
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pack", help="pack models (and clips) into OUT")
     p.add_argument("out", type=Path)
     p.add_argument("--models", default="whisper-tiny.en,whisper-base")
-    p.add_argument("--audio", action="store_true", help="also the shared clips, decoded")
+    p.add_argument("--audio", action="store_true", help="also the shared clips, decoded, and their texts")
+    p.add_argument("--reading", action="store_true", help="also the 231 s reading, decoded (implies --audio)")
     p.add_argument("--part-mb", type=float, default=28.0)
     u = sub.add_parser("unpack", help="unpack the models found in DIRs into transformers folders")
     u.add_argument("dirs", type=Path, nargs="+")
@@ -151,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         folder = ensure_converted(store.resolve(name))
         for path in pack_model(folder, args.out, int(args.part_mb * 1e6)):
             print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
-    if args.audio:
-        path = pack_audio(args.out)
-        print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
+    if args.audio or args.reading:
+        for path in pack_audio(args.out, args.reading):
+            print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
     return 0
 
 
