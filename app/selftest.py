@@ -90,7 +90,11 @@ class SelfTest:
     def ctranslate2(self) -> str:
         import ctranslate2
 
-        return f"{ctranslate2.__version__}, {ctranslate2.get_cuda_device_count()} CUDA devices"
+        from core.compute import ct2_cuda_problem
+
+        count = ctranslate2.get_cuda_device_count()
+        problem = ct2_cuda_problem() if count else None
+        return f"{ctranslate2.__version__}, {count} CUDA devices" + (f" (not usable: {problem})" if problem else "")
 
     def llama_cpp(self) -> str:
         import llama_cpp
