@@ -157,11 +157,16 @@ def main(argv: list[str] | None = None) -> int:
             print(folder)
         return 0
     from core.asr.speculative.convert import ensure_converted
+    from core.errors import SottoError
     from core.models import ModelStore
 
     store = ModelStore()
     for name in (m.strip() for m in args.models.split(",") if m.strip()):
-        folder = ensure_converted(store.resolve(name))
+        try:
+            folder = ensure_converted(store.resolve(name))
+        except SottoError as exc:  # a model not on this machine, or damaged: its sentence, not a traceback
+            print(exc, file=sys.stderr)
+            return 1
         for path in pack_model(folder, args.out, int(args.part_mb * 1e6)):
             print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
     if args.audio or args.reading:

@@ -138,6 +138,21 @@ def _tree_check(verifier, audio) -> dict:
             "same_argmax": rows.argmax(-1).tolist() == plain.argmax(-1).tolist()}
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--device``, ``--drafter`` and ``--verifier``, as this benchmark and ``bench/gpu_stream.py`` take them."""
+    parser.add_argument("--device", default="auto", help="cuda, cuda:N, mps, cpu or auto (CUDA, then MPS, then CPU)")
+    parser.add_argument("--drafter", type=Path, help="a transformers folder instead of the store's whisper-tiny.en")
+    parser.add_argument("--verifier", type=Path, help="a transformers folder instead of the store's whisper-base")
+
+
+def model_paths(models: tuple[str | Path, ...]) -> list[Path]:
+    """Each of ``models`` as a folder: a path as given, a name resolved in the model store."""
+    from core.models import ModelStore
+
+    store = ModelStore()
+    return [m if isinstance(m, Path) else store.resolve(m) for m in models]
+
+
 def load_audio(paths: set[Path], npz: Path | None) -> dict:
     """The first 30 s of each clip, decoded here or read from ``bench/carry.py``'s ``clips.npz``."""
     import numpy as np
@@ -160,12 +175,9 @@ def run_dtype(device: str, dtype: str, offline: list[Path], streaming: list[Path
     store names or transformers folders."""
     from core.asr.speculative import SpeculativeDecoder, SpeculativeOptions, WhisperRunner, greedy_decode
     from core.asr.speculative.decoder import near_tie
-    from core.models import ModelStore
-
-    store = ModelStore()
     t0 = time.perf_counter()
     on_cpu = device.startswith("cpu")
-    where = [m if isinstance(m, Path) else store.resolve(m) for m in models]
+    where = model_paths(models)
     drafter = WhisperRunner(where[0], device=device, name="tiny.en", quantize=True,
                             dtype="float32" if on_cpu else dtype)
     verifier = WhisperRunner(where[1], device=device, name="base", dtype=dtype)
@@ -312,15 +324,13 @@ def markdown(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", help="cuda, cuda:N, mps, cpu or auto (CUDA, then MPS, then CPU)")
+    add_model_arguments(parser)
     parser.add_argument("--dtypes", default="float32,float16,bfloat16")
     parser.add_argument("--quick", action="store_true", help="2 clips offline, 1 streaming, 1 timed run")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs (default 3, --quick 1)")
     parser.add_argument("--step", type=float, default=None,
                         help="streaming update interval in s (default 1, --quick 3)")
     parser.add_argument("--json", type=Path, help="write the results as one JSON object here (after each precision)")
-    parser.add_argument("--drafter", type=Path, help="a transformers folder instead of the store's whisper-tiny.en")
-    parser.add_argument("--verifier", type=Path, help="a transformers folder instead of the store's whisper-base")
     parser.add_argument("--audio", type=Path, help="the clips decoded, from `python -m bench.carry pack --audio`")
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 3)

@@ -61,19 +61,17 @@ def run(device: str, dtypes: list[str], names: list[str], drafter: str | Path, v
     """Every recording in every precision; ``json_path`` is rewritten after each row."""
     from dataclasses import replace
 
-    from bench.gpu import device_name
+    from bench.gpu import device_name, model_paths
     from core.asr.speculative.engine import SpeculativeEngine
     from core.asr.streaming import StreamingTranscriber
     from core.captions.metrics import normalize_english, word_error_rate
     from core.compute import torch_device
-    from core.models import ModelStore
     from core.session.engines import streaming_options
     from core.settings import Settings
 
     device = torch_device(device)
     audio, references = load(names, audio_dir)
-    store = ModelStore()
-    paths = [m if isinstance(m, Path) else store.resolve(m) for m in (drafter, verifier)]
+    paths = model_paths((drafter, verifier))
     options = replace(streaming_options(Settings()), use_vad=False)
     result = {"device": device, "device_name": device_name(device), "models": [str(p) for p in paths],
               "chunk_s": 0.5, "vad": False, "rows": []}
@@ -120,12 +118,12 @@ def markdown(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.gpu import add_model_arguments
+
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_stream", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", help="cuda, cuda:N, mps, cpu or auto (CUDA, then MPS, then CPU)")
+    add_model_arguments(parser)
     parser.add_argument("--dtypes", default="float16,float32")
     parser.add_argument("--recordings", default=",".join(DEFAULT_RECORDINGS))
-    parser.add_argument("--drafter", type=Path, help="a transformers folder instead of the store's whisper-tiny.en")
-    parser.add_argument("--verifier", type=Path, help="a transformers folder instead of the store's whisper-base")
     parser.add_argument("--audio", type=Path, help="a folder from `python -m bench.carry pack --audio --reading`")
     parser.add_argument("--json", type=Path, help="write the results as one JSON object here (after each row)")
     args = parser.parse_args(argv)

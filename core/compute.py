@@ -159,6 +159,9 @@ def missing_libraries(names: tuple[str, ...]) -> list[str]:
     return missing
 
 
+NO_CUDA_GPU = "CTranslate2 sees no CUDA GPU on this machine."
+
+
 @functools.cache
 def ct2_cuda_problem() -> str | None:
     """None when CTranslate2 can run the speech models on a CUDA GPU here; else one sentence why not.
@@ -173,7 +176,7 @@ def ct2_cuda_problem() -> str | None:
     except Exception as exc:  # a broken CUDA install: a sentence, not a crash
         return f"CTranslate2 cannot query CUDA here ({exc})."
     if count <= 0:
-        return "CTranslate2 sees no CUDA GPU on this machine."
+        return NO_CUDA_GPU
     missing = missing_libraries(ct2_cuda_libraries())
     if missing:
         found = re.search(r"(\d+)(?:\.dll)?$", missing[0])
@@ -259,9 +262,9 @@ def compute_devices() -> list[str]:
 
         cuda = ctranslate2.get_cuda_device_count()
         problem = ct2_cuda_problem() if cuda else None
-        where = f"{cuda} CUDA device(s)" if cuda and problem is None else "CPU only"
-        lines.append(f"CTranslate2 (faster-whisper): {where}; compute_dtype auto = "
-                     f"{ct2_compute_type('auto', 'cpu' if where == 'CPU only' else 'cuda')}"
+        usable = bool(cuda) and problem is None
+        lines.append(f"CTranslate2 (faster-whisper): {f'{cuda} CUDA device(s)' if usable else 'CPU only'}; "
+                     f"compute_dtype auto = {ct2_compute_type('auto', 'cuda' if usable else 'cpu')}"
                      + (f". {problem}" if problem else ""))
     except Exception as exc:  # a broken CUDA install is a line here, not a crash
         lines.append(f"CTranslate2 (faster-whisper): not usable ({exc})")

@@ -84,7 +84,7 @@ def test_a_gpu_counts_for_ctranslate2_only_where_the_cublas_it_names_loads(monke
     compute.ct2_cuda_problem.cache_clear()
     try:
         if ctranslate2.get_cuda_device_count() == 0:
-            assert compute.ct2_cuda_problem() == "CTranslate2 sees no CUDA GPU on this machine."
+            assert compute.ct2_cuda_problem() == compute.NO_CUDA_GPU == "CTranslate2 sees no CUDA GPU on this machine."
             assert not compute.cuda_available()
         monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
         compute.ct2_cuda_problem.cache_clear()

@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from .. import logger
-from ..compute import COMPUTE_GATE, ct2_compute_type, ct2_cuda_problem, cuda_available
+from ..compute import COMPUTE_GATE, NO_CUDA_GPU, ct2_compute_type, ct2_cuda_problem, cuda_available
 from ..errors import Interrupted, ModelMemoryError, out_of_memory
 from ..stream import Word
 from .faster_whisper_runner import SecondPass, one_pass_model_class
@@ -107,7 +107,7 @@ class FasterWhisperEngine(ASREngine):
 
         if device == "auto":
             device = "cuda" if cuda_available() else "cpu"
-            if device == "cpu" and ct2_cuda_problem().startswith("An NVIDIA GPU is here"):
+            if device == "cpu" and ct2_cuda_problem() != NO_CUDA_GPU:  # a GPU is here but unusable: say why
                 logger.warning("speech on the CPU: %s", ct2_cuda_problem())
         elif device.split(":")[0] == "cuda" and ct2_cuda_problem() is not None:
             from ..errors import ModelError
