@@ -107,6 +107,39 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     # the drafter's last word matched after the line's end, but improbable there: left out
     assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions()) == (2, 6)
     assert select_line(words, verified, 0.7, "not", 2.3, VerifyOptions(late_probability=0.0)) == (2, 7)
+    # the decode's timing put the verified words after the cut: they are not committed twice
+    assert select_line(words, verified, -0.5, "americans", 1.9, VerifyOptions()) == (2, 5)
+    # a word said again and again (mfa_acoustic_corpus: "more words, words, words, words"): the decode
+    # heard the verified ones where they were, so the repeats after them are new words, kept
+    verified = [w(0.0, " more"), w(0.4, " words."), w(0.8, " Words,")]
+    words = [w(0.0, " more"), w(0.4, " words."), w(0.8, " Words,"), w(1.2, " words,"), w(1.6, " words."),
+             w(2.0, " And")]
+    assert select_line(words, verified, 1.1, "and", 2.3, VerifyOptions()) == (3, 6)
+
+
+def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, shared):
+    """A verifier decode that falls into a loop after the line (sonnet001: "… self-substantial fuel,
+    making a fa - - - - …") still verifies the line's words before the loop; only a loop that reaches
+    into the line leaves the drafter's line committed."""
+    from core.asr.streaming import degenerate
+    from core.asr.verified import before_loop
+    from core.audio import decode_file
+
+    def w(start, text):
+        return Word(start, start + 0.3, text, 0.9)
+
+    said = [w(0.3 * i, " " + t) for i, t in enumerate("with self substantial fuel, making a fa".split())]
+    assert before_loop(said + [w(3.0 + 0.1 * i, " -") for i in range(60)]) == len(said)
+    phrase = [w(3.0 + 0.1 * i, t) for i, t in enumerate([" thanks", " for", " watching."] * 30)]
+    # a phrase over and over: cut where the words so far become as repetitive as Whisper refuses
+    assert len(said) <= before_loop(said + phrase) < len(said) + len(phrase)
+    assert before_loop(said) == len(said)
+
+    transcriber, updates = _stream(verified_engine, decode_file(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
+    for line in transcriber.lines:
+        print(f"{line.drafted!r} -> {line.sentence.text!r} fallback={line.fallback} kept={line.kept}")
+    looped = [x for x in transcriber.lines if degenerate("".join(w.text for w in x.words))]
+    assert transcriber.fallbacks == 0 and all(x.kept[1] <= before_loop(x.words) for x in looped)
 
 
 def test_a_missing_verifier_leaves_the_drafter_captioning_with_one_sentence(store, tmp_path):

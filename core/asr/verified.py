@@ -24,8 +24,11 @@ hardly move; 0.7 s commits a line 0.3 s sooner than 1.0 s without losing accurac
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
-decodes them again); where the verifier's decode is degenerate (a loop) or holds no new words,
-the drafter's line is committed instead and counted as a fallback.
+decodes them again); where the verifier's decode holds no new words, or falls into a loop (dashes,
+dots, a phrase over and over) before the line's last word, the drafter's line is committed instead
+and counted as a fallback. A loop after the line's words leaves them verified (the sonnet of the
+shared clips: "feats thy light's flame …, making a fa - - - …" verifies a line the drafter heard as
+"feet by light's flame").
 """
 
 from __future__ import annotations
@@ -96,11 +99,7 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
                                   or not words[first].text.strip()):
         first += 1
     if first < len(words) and verified and abs(words[first].start - after) < 1.0:
-        tail = [word_key(w.text) for w in verified[-5:]]
-        for n in range(min(len(tail), len(words) - first), 0, -1):
-            if tail[-n:] == [word_key(w.text) for w in words[first:first + n]]:
-                first += n
-                break
+        first = _after_tail(words, first, [word_key(w.text) for w in verified[-5:]])
     last = first
     anchored = False
     if drafted_last:
@@ -123,6 +122,32 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     while first < last and not _SPOKEN.search(words[first].text):
         first += 1
     return first, last
+
+
+def _after_tail(words: list[Word], first: int, tail: list[str]) -> int:
+    """Where the decode's new words begin when its timing put some of the verified ``tail`` (its
+    last words' keys) after ``first``: after the longest run of the tail's last words that ends at
+    ``first`` or within that run's length after it (the nearest end first). A run ending at
+    ``first`` itself means the decode heard the verified words where they were, so a word that
+    repeats them ("words, words, words") is new and stays."""
+    keys = [word_key(w.text) for w in words]
+    for n in range(len(tail), 0, -1):
+        for end in range(max(first, n), min(first + n, len(keys)) + 1):
+            if keys[end - n:end] == tail[-n:]:
+                return end
+    return first
+
+
+def before_loop(words: list[Word]) -> int:
+    """How many of a degenerate decode's words come before its loop: the longest run of leading
+    words that is not degenerate itself, less the bare punctuation at its end (where a loop of
+    dashes or dots begins)."""
+    n = len(words)
+    while n > 0 and degenerate("".join(w.text for w in words[:n])):
+        n -= 1
+    while n > 0 and not _SPOKEN.search(words[n - 1].text):
+        n -= 1
+    return n
 
 
 def unrepeat(words: list[Word]) -> list[Word]:
@@ -266,11 +291,13 @@ class LineVerifier:
         self.verify_seconds += seconds
         words = [w.shifted(start) for w in hypothesis.words]
         after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
-        first, last = select_line(words, self._verified_words, after, pending.drafted_last, s.end, opts)
+        looped = degenerate(hypothesis.text)
+        heard = words[:before_loop(words)] if looped else words
+        first, last = select_line(heard, self._verified_words, after, pending.drafted_last, s.end, opts)
         line = unrepeat(list(words[first:last]))
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end)
-        if degenerate(hypothesis.text) or not line:
+        if (looped and last >= len(heard)) or not line:  # a loop that reaches into the line: not its words
             if not degenerate(hypothesis.text) and words and words[-1].end > s.end:
                 # the verifier heard this line's words at the end of the previous one: nothing new
                 self._cut = max(self._cut, s.end)
