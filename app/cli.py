@@ -93,7 +93,7 @@ def _cmd_self_test(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
-    return importlib.import_module(f"bench.{args.which}").main(args.rest)
+    return importlib.import_module(f"bench.{args.which.replace('-', '_')}").main(args.rest)
 
 
 # -- entry point ----------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
     p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
-                                        "bias", "encoder", "loops", "verified", "threads"))
+                                        "bias", "encoder", "loops", "verified", "threads", "gpu", "gpu-stream"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

@@ -24,6 +24,8 @@ so carry the models there (``bench/carry.py`` packs them, and the clips decoded 
 Usage: python -m bench.gpu [--device cuda|mps|cpu] [--dtypes float32,float16,bfloat16]
                            [--quick] [--repeats N] [--step S] [--json FILE]
                            [--drafter DIR] [--verifier DIR] [--audio clips.npz]
+(`sotto bench gpu …` runs the same where Sotto is set up; a device machine without it runs the
+module as above.)
 """
 
 from __future__ import annotations

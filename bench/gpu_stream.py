@@ -16,6 +16,8 @@ three).
 Usage: python -m bench.gpu_stream [--device cuda|mps|cpu] [--dtypes float16,float32]
                                   [--recordings NAME,...] [--drafter DIR] [--verifier DIR]
                                   [--audio DIR] [--json FILE]
+(`sotto bench gpu-stream …` runs the same where Sotto is set up; a device machine without it runs the
+module as above.)
 """
 
 from __future__ import annotations

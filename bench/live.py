@@ -461,7 +461,7 @@ def table(result: dict) -> str:
         return f"{text} ({fmt.format(low_high[0])}–{fmt.format(low_high[1])})" if low_high else text
 
     for name, r in result["configurations"].items():
-        mark = " (default)" if name == result["default"] else ""
+        mark = " (default)" if name == result["default"] and name != "default" else ""
         rows.append(
             f"| {name}{mark} | {f(r, 'first_seen_p50')} / {f(r, 'first_seen_p90')} | {f(r, 'committed_p50')} / "
             f"{f(r, 'committed_p90')} | {f(r, 'translation_p50')} / {f(r, 'translation_p90')} | "

@@ -131,3 +131,12 @@ def test_screenshot_into_an_unwritable_place_is_one_sentence(tmp_path: Path):
     blocker.write_text("not a folder")
     line = _one_sentence(sotto("screenshot", str(blocker / "shots")))
     assert "Could not create" in line and "shots" in line
+
+
+def test_the_gpu_benchmarks_run_from_sotto_bench():
+    """`sotto bench gpu` and `sotto bench gpu-stream` reach bench/gpu.py and bench/gpu_stream.py (a
+    device machine without Sotto set up runs them as `python -m bench.gpu`)."""
+    for which, prog in (("gpu", "python -m bench.gpu"), ("gpu-stream", "python -m bench.gpu_stream")):
+        proc = sotto("bench", which, "--help")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"usage: {prog}") and "--device" in proc.stdout
