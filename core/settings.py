@@ -112,8 +112,8 @@ class ASRSettings:
     drafter: str = _setting("whisper-tiny.en", NEXT_START)  # speculative engine: proposes tokens
     verifier: str = _setting("whisper-base", NEXT_START)  # speculative engine: its greedy output is the transcript
     # faster-whisper engine: each finished line decoded again by ``verifier`` (core.asr.verified): base's
-    # accuracy in the committed lines (reading WER 7.1% -> 6.2% live), committed about 0.8 s later, at
-    # 1.25x the CPU (0.63 CPU-s per audio-s, docs/BENCHMARKS.md); the engine calibration
+    # accuracy in the committed lines (reading WER 7.6% -> 5.8% live), committed about 0.8 s later, at
+    # 1.20x the CPU (0.67 CPU-s per audio-s, docs/BENCHMARKS.md); the engine calibration
     # (core.asr.calibration) turns it off where it cannot keep up
     verify_lines: bool = _setting(True, NEXT_START)
     draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
