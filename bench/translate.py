@@ -35,15 +35,15 @@ Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 NTREX = ROOT.parent / "shared" / "data" / "mt" / "ntrex128"
@@ -384,17 +384,6 @@ def _table_order(config: Config) -> int:
 QUICK_SENTENCES = 12
 
 
-def _machine() -> str:
-    """``x86_64, 2 cores``, with the CPU's name and AVX-512 where /proc/cpuinfo says so."""
-    text = ""
-    with contextlib.suppress(OSError):
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
-    avx512 = any(line.startswith("flags") and " avx512f" in line for line in text.splitlines())
-    return ", ".join(x for x in (f"{platform.machine()}, {os.cpu_count()} cores", name,
-                                 "AVX-512" if avx512 else "") if x)
-
-
 STOCK_CONFIG = "AR, stock llama-cpp-python build (prompt in one call; run once)"
 
 
@@ -634,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     translator = LlamaTranslator(store.resolve(args.model), TranslatorOptions(target_lang=langs[0]))
     result = {
         "date": time.strftime("%Y-%m-%d"),
-        "machine": _machine(),
+        "machine": describe(),
         "model": args.model,
         "quick": args.quick,
         "languages": [bench_language(translator, lang, n_main, n_side, args.repeats,

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -100,7 +100,7 @@ def run(quick: bool) -> dict:
         "verify_s_per_audio_s": round(sum(r["verify_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
     }
     return {"date": time.strftime("%Y-%m-%d"), "quick": quick,
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+            "machine": describe(),
             "rows": rows, **summary}
 
 
