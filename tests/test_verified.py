@@ -60,6 +60,10 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_eng
         checked += 1
     assert checked >= 4, checked
     assert transcriber.fallbacks <= 1
+    # no line is decoded with less than min_window_s of audio, save at the end of the stream
+    short = [x for x in lines if x.end - x.start < transcriber.verify_options.min_window_s]
+    assert transcriber.verify_options.min_window_s >= 4.0
+    assert all(abs(x.end - len(audio) / 16000) < 0.01 for x in short), short
 
 
 def test_held_lines_are_shown_as_lines_of_their_own_and_replaced_in_place(verified_engine, shared):
