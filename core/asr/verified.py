@@ -3,14 +3,14 @@
 The streaming transcriber (:class:`~core.asr.streaming.StreamingTranscriber`, with a small fast
 model: the *drafter*) shows words as they are spoken and finishes lines. :class:`LineVerifier`
 wraps it (as voice activity wraps the processor) and holds each finished line until ``lookahead_s``
-of audio after its end has arrived (and its decode would read ``min_window_s``); then the
-*verifier* (a larger Whisper) decodes once, greedily, the audio from up to ``context_s`` before the
-line (never back over a pause, and after the last verified line's cut) to what has arrived, with
-the verified text before it as its prompt. The verifier's words that follow the already verified
-ones, up to the one that matches the drafter's last word of the line, are the line that is
-committed, journalled, exported and translated. Until then the drafter's line is on screen as a
-line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in place, when it
-is verified: the partial line under it does not move.
+of audio after its end has arrived (and, where ``min_window_s`` is set, its decode would read that
+much); then the *verifier* (a larger Whisper) decodes once, greedily, the audio from up to
+``context_s`` before the line (never back over a pause, and after the last verified line's cut) to
+what has arrived, with the verified text before it as its prompt. The verifier's words that follow
+the already verified ones, up to the one that matches the drafter's last word of the line, are the
+line that is committed, journalled, exported and translated. Until then the drafter's line is on
+screen as a line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in
+place, when it is verified: the partial line under it does not move.
 
 Why this shape (measured in issue #29 on the shared 231 s reading and 16 clips, tiny.en drafting,
 base verifying in int8): the line alone lacks context (WER 9.1%, worse than tiny.en streaming's
@@ -23,13 +23,15 @@ clips' mean WER): 0.4 s 6.6% / 5.70%, 0.5 s 9.6% / 5.82%, 0.6 s 5.8% / 5.66%, 0.
 hardly move; 0.7 s commits a line 0.3 s sooner than 1.0 s without losing accuracy on either.
 
 A line after a pause (or the first of a stream) has no verified lines before it, so its decode
-would read only the preroll, the line and the lookahead: a short line gave Whisper 3 s of audio, and
-base heard a clip's first words differently from how it heard them with the rest of the clip
-("Stuffed into you" for "Stuff it into you" with 3.0 of 3.3 s). Such a line waits until its decode
-reads ``min_window_s``. Measured on the 16 clips (mean WER verified against base offline, fast
-mode): with AVX2 kernels 7.85% / 4.83% without the wait, 3 s 7.92%, 4 s 6.08%, 5 s 6.38%, 6 s 6.18%;
-with this machine's AVX-512 kernels 5.60% / 5.19% without, 5.56% with 3 or 4 s; the reading, where
-lines follow one another, is unchanged.
+would read only the preroll, the line and the lookahead: a short line gave Whisper 3 s of audio,
+and base heard a clip's first words differently from how it heard them with the rest of the clip
+("Stuffed into you" for "Stuff it into you" with 3.0 of 3.3 s). Such a line could wait until its
+decode reads ``min_window_s``. Measured on the 16 clips (mean WER verified against base offline,
+fast mode): with AVX2 kernels 7.85% / 4.83% without the wait, 3 s 7.92%, 4 s 6.08%, 5 s 6.38%, 6 s
+6.18%; with this machine's AVX-512 kernels 5.60% / 5.19% without, 5.56% with 3 or 4 s; the reading,
+where lines follow one another, unchanged. Off by default (0): the one live run with 4 s (`sotto
+bench live`, in real time with translation) gave the reading 6.3% and 8.9% in its two rounds,
+against 5.8% and 5.9% without it the same day; not understood yet.
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
@@ -65,7 +67,7 @@ class VerifyOptions:
 
     context_s: float = 6.0  # decode from the cut of a verified line at least this long before the line
     lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end
-    min_window_s: float = 4.0  # ... and the verifier's audio (context, line, what followed) is this long
+    min_window_s: float = 0.0  # ... and the verifier's audio (context, line, what followed) is this long
     pause_s: float = 1.5  # the context never reaches back over a pause this long between lines
     preroll_s: float = 0.6  # a line after such a pause is decoded from this long before its first word
     anchor_s: float = 0.7  # the drafter's last word is looked for this near its end time
