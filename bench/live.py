@@ -360,6 +360,7 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
                     "translation": translation.count(None) if translating else None},
         "cpu_per_audio_s": round(cpu / audio, 3) if audio else None,
         "wer": round(wer, 4),
+        "transcript": hypothesis,  # what the WER was computed from: each round's is kept, to look into outliers
         "update_interval_p50": round(float(np.median(gaps)), 3) if gaps.size else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "ne_source": ne.get("ne_source_output"),
@@ -393,7 +394,8 @@ SPREAD_KEYS = ("first_seen_p50", "first_seen_p90", "committed_p50", "committed_p
 
 def combine(runs: list[dict]) -> dict:
     """Several runs of one configuration: the median of each reading, ``spread`` (min, max) beside
-    it, every run kept under ``runs``; the per-sentence latencies are the median run's (by first seen)."""
+    it, every run's readings and final transcript kept under ``runs``; the per-sentence latencies are
+    the median run's (by first seen)."""
     if len(runs) == 1:
         return runs[0]
     ordered = sorted(runs, key=lambda r: (r["first_seen_p50"] is None, r["first_seen_p50"] or 0.0))
@@ -404,7 +406,7 @@ def combine(runs: list[dict]) -> dict:
         if values:
             out[key] = round(float(np.median(values)), 4)
             out["spread"][key] = [min(values), max(values)]
-    out["runs"] = [{k: r.get(k) for k in SPREAD_KEYS} for r in runs]
+    out["runs"] = [{**{k: r.get(k) for k in SPREAD_KEYS}, "transcript": r.get("transcript")} for r in runs]
     return out
 
 

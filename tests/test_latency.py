@@ -378,12 +378,14 @@ def test_repeated_live_runs_report_the_median_and_the_spread():
     def one(first_seen, cpu, ne):
         return {"first_seen_p50": first_seen, "first_seen_p90": first_seen + 1, "cpu_per_audio_s": cpu,
                 "wer": 0.07, "peak_rss_mb": 700.0, "ne_source_shown": ne, "committed_p50": None,
-                "per_sentence": {"first_seen": [first_seen]}}
+                "per_sentence": {"first_seen": [first_seen]}, "transcript": f"heard in {first_seen}"}
 
     got = combine([one(1.4, 1.5, 0.1), one(1.0, 1.6, 0.0), one(1.2, 1.4, 0.3)])
     assert got["first_seen_p50"] == 1.2 and got["spread"]["first_seen_p50"] == [1.0, 1.4]
     assert got["cpu_per_audio_s"] == 1.5 and got["spread"]["cpu_per_audio_s"] == [1.4, 1.6]
     assert got["per_sentence"]["first_seen"] == [1.2] and len(got["runs"]) == 3
+    # each round's transcript is kept, so that an outlier's WER can be looked into
+    assert [r["transcript"] for r in got["runs"]] == ["heard in 1.4", "heard in 1.0", "heard in 1.2"]
     assert got["committed_p50"] is None and "committed_p50" not in got["spread"]
     assert combine([one(1.0, 1.0, 0.0)]) == one(1.0, 1.0, 0.0)
     row = table({"default": "a", "configurations": {"a": got}}).splitlines()[-1]
