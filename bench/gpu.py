@@ -140,11 +140,24 @@ def _tree_check(verifier, audio) -> dict:
             "same_argmax": rows.argmax(-1).tolist() == plain.argmax(-1).tolist()}
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--device``, ``--drafter`` and ``--verifier``, as this benchmark and ``bench/gpu_stream.py`` take them."""
+def add_model_arguments(parser: argparse.ArgumentParser, dtypes: str) -> None:
+    """``--device``, ``--dtypes`` (default ``dtypes``), ``--drafter`` and ``--verifier``, as this
+    benchmark and ``bench/gpu_stream.py`` take them (read back with :func:`comma_list` and
+    :func:`chosen_models`)."""
     parser.add_argument("--device", default="auto", help="cuda, cuda:N, mps, cpu or auto (CUDA, then MPS, then CPU)")
+    parser.add_argument("--dtypes", default=dtypes)
     parser.add_argument("--drafter", type=Path, help="a transformers folder instead of the store's whisper-tiny.en")
     parser.add_argument("--verifier", type=Path, help="a transformers folder instead of the store's whisper-base")
+
+
+def comma_list(text: str) -> list[str]:
+    """``"a, b,"`` → ``["a", "b"]``."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def chosen_models(args: argparse.Namespace) -> tuple[str | Path, str | Path]:
+    """The drafter and verifier: the folders given, else the store's tiny.en and base."""
+    return args.drafter or "whisper-tiny.en", args.verifier or "whisper-base"
 
 
 def model_paths(models: tuple[str | Path, ...]) -> list[Path]:
@@ -326,8 +339,7 @@ def markdown(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.splitlines()[0])
-    add_model_arguments(parser)
-    parser.add_argument("--dtypes", default="float32,float16,bfloat16")
+    add_model_arguments(parser, "float32,float16,bfloat16")
     parser.add_argument("--quick", action="store_true", help="2 clips offline, 1 streaming, 1 timed run")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs (default 3, --quick 1)")
     parser.add_argument("--step", type=float, default=None,
@@ -337,9 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 3)
     step = args.step or (3.0 if args.quick else 1.0)
-    models = (args.drafter or "whisper-tiny.en", args.verifier or "whisper-base")
-    result = run(args.device, [d.strip() for d in args.dtypes.split(",") if d.strip()], args.quick, repeats, step,
-                 models, args.audio, args.json)
+    result = run(args.device, comma_list(args.dtypes), args.quick, repeats, step, chosen_models(args), args.audio,
+                 args.json)
     print(markdown(result))
     return 0
 

@@ -120,18 +120,16 @@ def markdown(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.gpu import add_model_arguments
+    from bench.gpu import add_model_arguments, chosen_models, comma_list
 
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_stream", description=__doc__.splitlines()[0])
-    add_model_arguments(parser)
-    parser.add_argument("--dtypes", default="float16,float32")
+    add_model_arguments(parser, "float16,float32")
     parser.add_argument("--recordings", default=",".join(DEFAULT_RECORDINGS))
     parser.add_argument("--audio", type=Path, help="a folder from `python -m bench.carry pack --audio --reading`")
     parser.add_argument("--json", type=Path, help="write the results as one JSON object here (after each row)")
     args = parser.parse_args(argv)
-    result = run(args.device, [d.strip() for d in args.dtypes.split(",") if d.strip()],
-                 [n.strip() for n in args.recordings.split(",") if n.strip()],
-                 args.drafter or "whisper-tiny.en", args.verifier or "whisper-base", args.audio, args.json)
+    result = run(args.device, comma_list(args.dtypes), comma_list(args.recordings), *chosen_models(args), args.audio,
+                 args.json)
     print(markdown(result))
     return 0
 
