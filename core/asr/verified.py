@@ -248,8 +248,7 @@ class LineVerifier:
                 words = s.text.split()
                 self._pending.append(_Pending(s, word_key(words[-1]) if words else ""))
         done: list[Sentence] = []
-        lookahead = self.verify_options.lookahead_s
-        while self._pending and (final or self._ready(self._pending[0].sentence, lookahead)):
+        while self._pending and (final or self._ready(self._pending[0].sentence)):
             pending = self._pending.pop(0)
             sentence = self._verify(pending) if verify and not self.transcriber.aborted.is_set() \
                 else self._as_drafted(pending)
@@ -268,10 +267,10 @@ class LineVerifier:
                                 tentative_words=base.tentative_words,
                                 held=tuple(p.sentence.text for p in self._pending))
 
-    def _ready(self, sentence: Sentence, lookahead: float) -> bool:
+    def _ready(self, sentence: Sentence) -> bool:
         """Whether a held line can be verified now: ``lookahead_s`` after its end has arrived, and
         its decode would read at least ``min_window_s`` of audio."""
-        if self._received < sentence.end + lookahead:
+        if self._received < sentence.end + self.verify_options.lookahead_s:
             return False
         return self._received - self._context_start(sentence) >= self.verify_options.min_window_s
 
@@ -317,7 +316,7 @@ class LineVerifier:
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end)
         if (looped and last >= len(heard)) or not line:  # a loop that reaches into the line: not its words
-            if not degenerate(hypothesis.text) and words and words[-1].end > s.end:
+            if not looped and words and words[-1].end > s.end:
                 # the verifier heard this line's words at the end of the previous one: nothing new
                 self._cut = max(self._cut, s.end)
                 self._last_end = s.end
