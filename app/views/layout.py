@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from core.text import CJK_CHAR
 
-COMMITTED, TENTATIVE = "committed", "tentative"
+# HELD: a finished line waiting for its verification (core.asr.verified), drawn as committed text; it may
+# still be replaced once, in place, by its verified words
+COMMITTED, HELD, TENTATIVE = "committed", "held", "tentative"
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Run:
     """A piece of one visual line in one style."""
 
     text: str
-    style: str  # COMMITTED or TENTATIVE
+    style: str  # COMMITTED, HELD or TENTATIVE
 
 
 VisualLine = tuple[Run, ...]

@@ -28,7 +28,7 @@ from core.captions.metrics import ErasureMeter
 from core.settings import OverlaySettings
 from core.stream import CaptionView, speaker_label
 
-from .layout import COMMITTED, TENTATIVE, VisualLine, line_text, wrap_paragraph
+from .layout import COMMITTED, HELD, TENTATIVE, VisualLine, line_text, wrap_paragraph
 
 PADDING = 14
 TRACK_GAP = 6
@@ -183,7 +183,7 @@ class CaptionOverlay(QWidget):
                       for line in self._lines(view)]
         for p in self._partials(view):
             if not self.look.reading_mode:  # a held line may still change when it is verified
-                paragraphs += [[(_label(p.speaker) + text.strip(), COMMITTED)] for text in p.held if text.strip()]
+                paragraphs += [[(_label(p.speaker) + text.strip(), HELD)] for text in p.held if text.strip()]
             tentative = "" if self.look.reading_mode else p.shown_tentative.strip()
             partial = [(p.committed.strip(), COMMITTED), (tentative, TENTATIVE)]
             if any(text for text, _ in partial):
