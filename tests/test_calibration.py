@@ -75,6 +75,12 @@ def test_extrapolation_and_shapes():
     turbo = SHAPES["large-v3-turbo"]  # encoder and decoder to their own depths (32 and 4)
     samples = {"large-v3-turbo/1": [(1.0, 2.0)], "large-v3-turbo/2": [(1.5, 2.25)]}
     assert predict_seconds(samples, [turbo])["large-v3-turbo"] == pytest.approx(1.0 + 31 * 0.5 + 2.0 + 3 * 0.25)
+    # a round where load made the 2-layer proxy look faster than the 1-layer one is left out (31 times its
+    # difference would make the prediction negative); with no other round, the medians and a free layer
+    burst = {"large-v3-turbo/1": [(1.0, 2.0), (1.0, 2.0)], "large-v3-turbo/2": [(1.5, 2.25), (0.5, 2.25)]}
+    assert predict_seconds(burst, [turbo])["large-v3-turbo"] == pytest.approx(1.0 + 31 * 0.5 + 2.0 + 3 * 0.25)
+    only = {"large-v3-turbo/1": [(1.0, 2.0)], "large-v3-turbo/2": [(0.5, 2.25)]}
+    assert predict_seconds(only, [turbo])["large-v3-turbo"] == pytest.approx(1.0 + 2.0 + 3 * 0.25)
     # openai/whisper's dimensions
     assert (SHAPES["base"].width, SHAPES["base"].heads, SHAPES["base"].encoder_layers) == (512, 8, 6)
     assert (SHAPES["small"].width, SHAPES["small"].encoder_layers) == (768, 12)
