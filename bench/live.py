@@ -59,6 +59,11 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     # verifier costs and hears when it decodes every update
     "faster-whisper base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": False,
                                           "asr.model": "whisper-base"},
+    # tiny.en alone with its window trimmed at a line end beyond 5 s, as the default's drafter reads it
+    # (core.asr.verified.VerifyOptions.drafter_trim_s): what those shorter windows do to tiny.en unverified
+    "faster-whisper tiny.en + translation (window trimmed at 5 s)": {
+        "asr.engine": "faster-whisper", "asr.verify_lines": False, "asr.buffer_trim_s": 5.0,
+    },
     # tiny.en streams, base decodes each finished line again and its words are committed (core.asr.verified)
     "tiny.en verified by base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": True},
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)

@@ -6,11 +6,12 @@ Every recording (the shared 231 s reading and the 16 clips of `asr/`, `--quick`:
 depend on the machine's speed) through the app's transcriber with `asr.verify_lines` on. From the
 same run come the drafter's lines (what tiny.en finished) and the committed, verified lines. Base's
 offline greedy decoding of each clip (one call, as the app's engine runs it: int8, the encoder
-rule, word timestamps) is the verifier's own reference. Times are the verifier's decode seconds
-(the app's CPU and latency are `sotto bench live`'s: `--configs "default,tiny.en verified by base
-+ translation"`).
+rule, word timestamps) is the verifier's own reference. Times are the drafter's and the verifier's
+decode seconds (the app's CPU and latency are `sotto bench live`'s: `--configs "default,tiny.en
+verified by base + translation"`). `--drafter-trim S` trims the drafter's window at a line end
+beyond S seconds instead of the app's (core.asr.verified.VerifyOptions.drafter_trim_s).
 
-Usage: sotto bench verified [--quick] [--json FILE]
+Usage: sotto bench verified [--quick] [--drafter-trim S] [--json FILE]
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def _reference(path: Path) -> str:
     return path.with_suffix(".txt").read_text(encoding="utf-8")
 
 
-def run(quick: bool) -> dict:
+def run(quick: bool, drafter_trim_s: float | None = None) -> dict:
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import VerifiedEngine, make_transcriber
+    from core.asr.verified import VerifiedEngine, VerifyOptions, make_transcriber
     from core.audio import decode_file
     from core.captions.metrics import normalize_english, word_error_rate
     from core.models import ModelStore
@@ -56,12 +57,13 @@ def run(quick: bool) -> dict:
     verifier = FasterWhisperEngine(store.resolve("whisper-base"))
     engine = VerifiedEngine(drafter, verifier)
     options = streaming_options(Settings())
+    verify = VerifyOptions() if drafter_trim_s is None else VerifyOptions(drafter_trim_s=drafter_trim_s)
     rows = []
     for path in [READING, *_clips(quick)]:
         audio = decode_file(path)
         if quick and path == READING:
             audio = audio[: 60 * 16000]
-        transcriber = make_transcriber(engine, options)
+        transcriber = make_transcriber(engine, options, verify)
         committed = []
         t0 = time.perf_counter()
         for i in range(0, len(audio), 8000):
@@ -87,7 +89,8 @@ def run(quick: bool) -> dict:
                "wer_verified": round(word_error_rate(norm, normalize_english(" ".join(committed))), 4),
                "wer_verifier_offline": (round(word_error_rate(norm, normalize_english(offline)), 4)
                                         if offline is not None else None),
-               "verify_s": round(transcriber.verify_seconds, 2), "wall_s": round(wall, 1)}
+               "draft_s": round(transcriber.decode_seconds, 2), "verify_s": round(transcriber.verify_seconds, 2),
+               "wall_s": round(wall, 1)}
         rows.append(row)
         print(f"{path.name}: drafter {row['wer_drafter']:.3f}, verified {row['wer_verified']:.3f}, base offline "
               f"{row['wer_verifier_offline']}, {row['lines']} lines ({row['changed']} changed, "
@@ -97,9 +100,10 @@ def run(quick: bool) -> dict:
         "clips_wer_drafter": round(float(np.mean([r["wer_drafter"] for r in clips])), 4),
         "clips_wer_verified": round(float(np.mean([r["wer_verified"] for r in clips])), 4),
         "clips_wer_verifier_offline": round(float(np.mean([r["wer_verifier_offline"] for r in clips])), 4),
+        "draft_s_per_audio_s": round(sum(r["draft_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
         "verify_s_per_audio_s": round(sum(r["verify_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
     }
-    return {"date": time.strftime("%Y-%m-%d"), "quick": quick,
+    return {"date": time.strftime("%Y-%m-%d"), "quick": quick, "drafter_trim_s": verify.drafter_trim_s,
             "machine": describe(),
             "rows": rows, **summary}
 
@@ -107,23 +111,28 @@ def run(quick: bool) -> dict:
 def table(result: dict) -> str:
     lines = [f"Measured {result['date']} on {result['machine']} (fast mode; WER after normalisation).", "",
              "| recording | audio s | lines (changed, fallbacks) | tiny.en lines | verified lines | base offline "
-             "| verifier s |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "| drafter s | verifier s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         off = f"{r['wer_verifier_offline']:.1%}" if r["wer_verifier_offline"] is not None else "–"
         lines.append(f"| {r['recording']} | {r['audio_s']} | {r['lines']} ({r['changed']}, {r['fallbacks']}) | "
-                     f"{r['wer_drafter']:.1%} | {r['wer_verified']:.1%} | {off} | {r['verify_s']} |")
+                     f"{r['wer_drafter']:.1%} | {r['wer_verified']:.1%} | {off} | {r.get('draft_s', '–')} | "
+                     f"{r['verify_s']} |")
     lines.append(f"| **clips, mean** | | | {result['clips_wer_drafter']:.1%} | {result['clips_wer_verified']:.1%} | "
-                 f"{result['clips_wer_verifier_offline']:.1%} | |")
-    lines += ["", f"Verifier: {result['verify_s_per_audio_s']} s of decoding per second of audio."]
+                 f"{result['clips_wer_verifier_offline']:.1%} | | |")
+    lines += ["", f"Drafter (its window trimmed beyond {result['drafter_trim_s']:g} s): "
+              f"{result['draft_s_per_audio_s']} s of decoding per second of audio; verifier: "
+              f"{result['verify_s_per_audio_s']} s."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench verified", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--drafter-trim", type=float, metavar="S",
+                        help="trim the drafter's window at a line end beyond S seconds (default: the app's)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    result = run(args.quick)
+    result = run(args.quick, args.drafter_trim)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(table(result))

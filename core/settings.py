@@ -112,8 +112,8 @@ class ASRSettings:
     drafter: str = _setting("whisper-tiny.en", NEXT_START)  # speculative engine: proposes tokens
     verifier: str = _setting("whisper-base", NEXT_START)  # speculative engine: its greedy output is the transcript
     # faster-whisper engine: each finished line decoded again by ``verifier`` (core.asr.verified): base's
-    # accuracy in the committed lines (reading WER 7.6% -> 5.8% live), committed about 0.8 s later, at
-    # 1.20x the CPU (0.67 CPU-s per audio-s, docs/BENCHMARKS.md); the engine calibration
+    # accuracy in the committed lines (reading WER 7.3% -> 6.1% live), committed about 0.8 s later, at
+    # 1.17x the CPU (0.59 CPU-s per audio-s, docs/BENCHMARKS.md); the engine calibration
     # (core.asr.calibration) turns it off where it cannot keep up
     verify_lines: bool = _setting(True, NEXT_START)
     draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
@@ -135,6 +135,8 @@ class ASRSettings:
     # against 8.3%), unlike with tiny.en alone
     speculative_encoder_seconds: float = _setting(30.0, NEXT_START, lo=10.0, hi=30.0)
     min_chunk_s: float = _setting(0.5, NEXT_START, lo=0.2, hi=10.0)  # in real time: more on a slow machine
+    # the streaming window is trimmed at a line end beyond this; with verify_lines the drafter's at most
+    # 5 s (core.asr.verified.VerifyOptions.drafter_trim_s: its words are drafts)
     buffer_trim_s: float = _setting(8.0, NEXT_START, lo=5.0, hi=28.0)
     vad: bool = _setting(True, NEXT_START)
     vad_threshold: float = _setting(0.5, NEXT_START, lo=0.05, hi=0.95)

@@ -82,6 +82,46 @@ def test_a_line_after_a_pause_can_wait_for_a_longer_window(verified_engine, shar
         assert bool(short) == (wait == 0.0), [(x.start, x.end, x.sentence.text) for x in transcriber.lines]
 
 
+class _Windows:
+    """The real engine, noting how many seconds of audio each drafter decode reads."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.seconds = engine, []
+
+    def transcribe(self, audio, *args, **kwargs):
+        self.seconds.append(len(audio) / 16000)
+        return self.engine.transcribe(audio, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+
+def test_the_drafters_window_is_trimmed_sooner_when_its_lines_are_verified(verified_engine, shared):
+    """With a verifier the drafter's words are drafts: its window is trimmed at a line end beyond
+    ``drafter_trim_s`` instead of the app's 8 s, so it decodes shorter windows than the same model
+    streaming alone (fewer tokens per decode); the lines are still verified."""
+    from core.asr.verified import LineVerifier, VerifyOptions, make_transcriber
+    from core.audio import decode_file
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    options = streaming_options(Settings())
+    assert options.buffer_trim_s > VerifyOptions().drafter_trim_s
+    mean = {}
+    for name, engine in (("alone", _Windows(verified_engine.drafter)), ("verified", _Windows(verified_engine))):
+        transcriber = make_transcriber(engine, options)
+        assert isinstance(transcriber, LineVerifier) == (name == "verified")
+        for i in range(0, len(audio), 8000):
+            transcriber.push(audio[i:i + 8000])
+        transcriber.finish()
+        mean[name] = sum(engine.seconds) / len(engine.seconds)
+        if name == "verified":
+            assert len(transcriber.lines) >= 5 and not any(x.fallback for x in transcriber.lines)
+    print(mean)
+    assert mean["verified"] < 0.85 * mean["alone"], mean
+
+
 def test_held_lines_are_shown_as_lines_of_their_own_and_replaced_in_place(verified_engine, shared):
     """A finished line waits for ``lookahead_s`` of audio after it; meanwhile it is a held line of the
     update (not part of the partial line's committed words), shown on a row of its own; its

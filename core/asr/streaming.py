@@ -128,6 +128,7 @@ class StreamingTranscriber:
         self._pending_timings = StageTimings()
         self.max_window_seconds = 0.0
         self.decodes = 0
+        self.decode_seconds = 0.0  # all decodes' time so far
         self.dropped_decodes = 0  # decodes refused as hallucinated loops (see degenerate())
         self.recent_decode_seconds = 0.0  # a moving average of the model's time per decode
         self._last_words: list[Word] = []  # the last decode's words (absolute times)
@@ -245,6 +246,7 @@ class StreamingTranscriber:
                                             abort=self.aborted, previous_transcript=previous)
         self._pending_timings.asr += hypothesis.decode_seconds
         self.decodes += 1
+        self.decode_seconds += hypothesis.decode_seconds
         self.recent_decode_seconds = (hypothesis.decode_seconds if self.decodes == 1 else
                                       0.7 * self.recent_decode_seconds + 0.3 * hypothesis.decode_seconds)
         self._new_audio = 0.0
