@@ -37,7 +37,8 @@ fast mode): with AVX2 kernels 7.85% / 4.83% without the wait, 3 s 7.92%, 4 s 6.0
 6.18%; with this machine's AVX-512 kernels 5.60% / 5.19% without, 5.56% with 3 or 4 s; the reading,
 where lines follow one another, unchanged. Off by default (0): the one live run with 4 s (`sotto
 bench live`, in real time with translation) gave the reading 6.3% and 8.9% in its two rounds,
-against 5.8% and 5.9% without it the same day; not understood yet.
+against 5.8% and 5.9% without it the same day; three more live rounds (6.1%, 6.6%, 5.9%) showed no
+outlier, and its gains come from clips shorter than the wait, which are then decoded whole at the end.
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
