@@ -15,7 +15,11 @@ same shape; its WER is not the shipped model's.
 
 Usage:
   python -m bench.carry pack OUT [--models whisper-tiny.en,whisper-base] [--audio] [--reading] [--part-mb 28]
-  python -m bench.carry unpack DIR... --out MODELS
+  python -m bench.carry unpack DIR... --out HF [--ct2 MODELS [--quantization float16]]
+
+``unpack --ct2 MODELS`` also converts each model back to CTranslate2 (``quantization``) as a model-store
+folder under MODELS, so the app's own engine (``SOTTO_MODELS_DIR=MODELS``) runs there: the verified
+engine and the calibration on a GPU (``sotto bench verified --device cuda``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +61,9 @@ def _encode(name: str, tensor: np.ndarray) -> dict[str, np.ndarray]:
     return {f"{name}|raw": tensor}
 
 
-def pack_model(folder: Path, out: Path, part_bytes: int) -> list[Path]:
-    """``folder`` (a transformers Whisper folder) → ``out/<model>.meta.json`` + ``.partN.npz`` files."""
+def pack_model(folder: Path, out: Path, part_bytes: int, ct2_folder: Path | None = None) -> list[Path]:
+    """``folder`` (a transformers Whisper folder) → ``out/<model>.meta.json`` + ``.partN.npz`` files;
+    ``ct2_folder``: the model store's CTranslate2 folder it came from, whose small files travel too."""
     from safetensors.numpy import load_file
 
     state = load_file(str(folder / "model.safetensors"))
@@ -81,12 +87,16 @@ def pack_model(folder: Path, out: Path, part_bytes: int) -> list[Path]:
     meta = {"model": model, "parts": len(parts),
             "config": json.loads((folder / "config.json").read_text(encoding="utf-8")),
             "tokenizer": (folder / "tokenizer.json").read_text(encoding="utf-8")}
+    if ct2_folder is not None:  # the CTranslate2 model's own small files (its config holds the alignment heads)
+        meta["ct2_files"] = {f.name: f.read_text(encoding="utf-8") for f in sorted(ct2_folder.iterdir())
+                             if f.is_file() and f.name not in ("model.bin", "manifest.json", "tokenizer.json")}
     (out / f"{model}.meta.json").write_text(json.dumps(meta), encoding="utf-8")
     return written
 
 
-def unpack(dirs: list[Path], out: Path) -> list[Path]:
-    """Every model whose meta and parts are found in ``dirs`` → ``out/<model>/`` (a transformers folder)."""
+def unpack(dirs: list[Path], out: Path, ct2_out: Path | None = None, quantization: str = "float16") -> list[Path]:
+    """Every model whose meta and parts are found in ``dirs`` → ``out/<model>/`` (a transformers folder);
+    with ``ct2_out``, also ``ct2_out/<model>/`` (a CTranslate2 model-store folder, :func:`to_ct2`)."""
     from safetensors.numpy import save_file
 
     files = {p.name: p for d in dirs for p in d.iterdir()}
@@ -115,7 +125,31 @@ def unpack(dirs: list[Path], out: Path) -> list[Path]:
         (folder / "config.json").write_text(json.dumps(meta["config"], indent=2), encoding="utf-8")
         (folder / "tokenizer.json").write_text(meta["tokenizer"], encoding="utf-8")
         made.append(folder)
+        if ct2_out is not None:
+            made.append(to_ct2(folder, meta, ct2_out / model, quantization))
     return made
+
+
+def to_ct2(folder: Path, meta: dict, dest: Path, quantization: str) -> Path:
+    """A transformers folder → a model-store folder the app's engine loads (``dest``): CTranslate2's
+    converter writes ``model.bin`` in ``quantization``, the store's own small files (packed with the
+    model) replace the converter's, and a manifest records the sizes, so ``SOTTO_MODELS_DIR`` can
+    point at ``dest``'s parent."""
+    import ctranslate2
+
+    if "ct2_files" not in meta:
+        raise SystemExit(f"{meta['model']}: packed without its CTranslate2 files (pack it again)")
+    ctranslate2.converters.TransformersConverter(str(folder)).convert(str(dest), quantization=quantization,
+                                                                      force=True)
+    for stale in dest.glob("vocabulary.*"):
+        stale.unlink()
+    for name, text in {**meta["ct2_files"], "tokenizer.json": meta["tokenizer"]}.items():
+        (dest / name).write_text(text, encoding="utf-8")
+    files = {f.name: {"size": f.stat().st_size, "sha256": None} for f in sorted(dest.iterdir()) if f.is_file()}
+    manifest = {"name": meta["model"], "kind": "whisper-ct2", "source": f"bench.carry ({quantization})",
+                "main_file": None, "files": files, "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return dest
 
 
 def pack_audio(out: Path, reading: bool = False) -> list[Path]:
@@ -151,9 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     u = sub.add_parser("unpack", help="unpack the models found in DIRs into transformers folders")
     u.add_argument("dirs", type=Path, nargs="+")
     u.add_argument("--out", type=Path, required=True)
+    u.add_argument("--ct2", type=Path, metavar="MODELS",
+                   help="also CTranslate2 model-store folders under MODELS (for SOTTO_MODELS_DIR)")
+    u.add_argument("--quantization", default="float16", help="of the CTranslate2 weights (default float16)")
     args = parser.parse_args(argv)
     if args.command == "unpack":
-        for folder in unpack(args.dirs, args.out):
+        for folder in unpack(args.dirs, args.out, args.ct2, args.quantization):
             print(folder)
         return 0
     from core.asr.speculative.convert import ensure_converted
@@ -163,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     store = ModelStore()
     for name in (m.strip() for m in args.models.split(",") if m.strip()):
         try:
-            folder = ensure_converted(store.resolve(name))
+            source = store.resolve(name)
+            folder = ensure_converted(source)
         except SottoError as exc:  # a model not on this machine, or damaged: its sentence, not a traceback
             print(exc, file=sys.stderr)
             return 1
-        for path in pack_model(folder, args.out, int(args.part_mb * 1e6)):
+        ct2_folder = source if (source / "model.bin").exists() else None
+        for path in pack_model(folder, args.out, int(args.part_mb * 1e6), ct2_folder):
             print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
     if args.audio or args.reading:
         for path in pack_audio(args.out, args.reading):

@@ -11,7 +11,16 @@ decode seconds (the app's CPU and latency are `sotto bench live`'s: `--configs "
 verified by base + translation"`). `--drafter-trim S` trims the drafter's window at a line end
 beyond S seconds instead of the app's (core.asr.verified.VerifyOptions.drafter_trim_s).
 
-Usage: sotto bench verified [--quick] [--drafter-trim S] [--json FILE]
+`--check-lines` decodes every committed line's audio again with a second instance of the verifier
+(the line's own prompt) and counts the lines whose words differ: the contract of issue #29, over
+every recording (tests/test_verified.py checks one). `--device cuda` runs both models there (the
+compute type `auto` gives float16); a device machine has no ../shared and no audio decoder, so
+`--audio DIR` reads the recordings from a `bench.carry pack DIR --reading` folder and the models come
+from `bench.carry unpack ... --ct2 MODELS` (`SOTTO_MODELS_DIR=MODELS`: the shipped weights rounded
+to int8 and back, so their WER is not the shipped models').
+
+Usage: sotto bench verified [--quick] [--drafter-trim S] [--check-lines] [--device cpu|cuda]
+                            [--audio DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,34 +42,65 @@ QUICK_CLIPS = ("jfk.flac", "mfa_acoustic_corpus.wav", "librispeech_1089-134686-0
                "librivox_sense_and_sensibility_01_austen_64kb-0870.wav")
 
 
-def _clips(quick: bool) -> list[Path]:
-    clips = sorted(p for p in (SHARED / "asr").iterdir()
-                   if p.suffix in (".wav", ".flac") and not p.name.startswith("stereo"))
+def _clips(quick: bool, packed: Path | None = None) -> list[Path]:
+    if packed is not None:  # a bench.carry folder: the names it holds
+        with np.load(packed / "clips.npz") as held:
+            names = list(held.files)
+    else:
+        names = [p.name for p in (SHARED / "asr").iterdir()]
+    clips = sorted(SHARED / "asr" / n for n in names if n.endswith((".wav", ".flac")) and not n.startswith("stereo"))
     return [p for p in clips if p.name in QUICK_CLIPS] if quick else clips
 
 
-def _reference(path: Path) -> str:
+def _reference(path: Path, packed: Path | None = None) -> str:
+    if packed is not None:
+        return json.loads((packed / "references.json").read_text(encoding="utf-8"))[path.name]
     return path.with_suffix(".txt").read_text(encoding="utf-8")
 
 
-def run(quick: bool, drafter_trim_s: float | None = None) -> dict:
+def _audio(path: Path, packed: Path | None = None) -> np.ndarray:
+    if packed is None:
+        from core.audio import decode_file
+
+        return decode_file(path)
+    with np.load(packed / ("reading.npz" if path == READING else "clips.npz")) as held:
+        return held[path.name]
+
+
+def check_lines(lines, audio: np.ndarray, again) -> list[dict]:
+    """Each committed line (not a fallback) decoded again by ``again`` (a second instance of the
+    verifier) from its own audio and prompt: the lines whose words differ from the committed ones."""
+    diverged = []
+    for line in lines:
+        if line.fallback:
+            continue
+        clip = audio[int(round(line.start * 16000)):int(round(line.end * 16000))]
+        redo = [w.text for w in again.transcribe(clip, line.prompt, "en").words]
+        if redo != [w.text for w in line.words]:
+            diverged.append({"start": round(line.start, 2), "end": round(line.end, 2),
+                             "committed": "".join(w.text for w in line.words), "again": "".join(redo)})
+    return diverged
+
+
+def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, device: str = "cpu",
+        packed: Path | None = None) -> dict:
     from core.asr import FasterWhisperEngine
     from core.asr.verified import VerifiedEngine, VerifyOptions, make_transcriber
-    from core.audio import decode_file
     from core.captions.metrics import normalize_english, word_error_rate
     from core.models import ModelStore
     from core.session.engines import streaming_options
     from core.settings import Settings
 
     store = ModelStore()
-    drafter = FasterWhisperEngine(store.resolve("whisper-tiny.en"))
-    verifier = FasterWhisperEngine(store.resolve("whisper-base"))
+    drafter = FasterWhisperEngine(store.resolve("whisper-tiny.en"), device=device)
+    verifier = FasterWhisperEngine(store.resolve("whisper-base"), device=device)
+    again = FasterWhisperEngine(store.resolve("whisper-base"), device=device) if check else None
     engine = VerifiedEngine(drafter, verifier)
     options = streaming_options(Settings())
     verify = VerifyOptions() if drafter_trim_s is None else VerifyOptions(drafter_trim_s=drafter_trim_s)
     rows = []
-    for path in [READING, *_clips(quick)]:
-        audio = decode_file(path)
+    for path in [READING, *_clips(quick, packed)]:
+        audio = _audio(path, packed)
         if quick and path == READING:
             audio = audio[: 60 * 16000]
         transcriber = make_transcriber(engine, options, verify)
@@ -72,7 +112,7 @@ def run(quick: bool, drafter_trim_s: float | None = None) -> dict:
         wall = time.perf_counter() - t0
         drafted = [x.drafted for x in transcriber.lines]
         offline = verifier.transcribe(audio, "", "en").text if path != READING else None
-        ref = _reference(path)
+        ref = _reference(path, packed)
         if quick and path == READING:  # the reading's first 60 s: its segments up to there
             import csv
 
@@ -91,6 +131,13 @@ def run(quick: bool, drafter_trim_s: float | None = None) -> dict:
                                         if offline is not None else None),
                "draft_s": round(transcriber.decode_seconds, 2), "verify_s": round(transcriber.verify_seconds, 2),
                "wall_s": round(wall, 1)}
+        if again is not None:
+            diverged = check_lines(transcriber.lines, audio, again)
+            row["checked"] = sum(1 for x in transcriber.lines if not x.fallback)
+            row["diverged"] = diverged
+            for d in diverged:
+                print(f"  DIVERGED {path.name} [{d['start']}-{d['end']}]: {d['committed']!r} != {d['again']!r}",
+                      file=sys.stderr, flush=True)
         rows.append(row)
         print(f"{path.name}: drafter {row['wer_drafter']:.3f}, verified {row['wer_verified']:.3f}, base offline "
               f"{row['wer_verifier_offline']}, {row['lines']} lines ({row['changed']} changed, "
@@ -103,8 +150,11 @@ def run(quick: bool, drafter_trim_s: float | None = None) -> dict:
         "draft_s_per_audio_s": round(sum(r["draft_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
         "verify_s_per_audio_s": round(sum(r["verify_s"] for r in rows) / sum(r["audio_s"] for r in rows), 3),
     }
+    if again is not None:
+        summary["lines_checked"] = sum(r["checked"] for r in rows)
+        summary["lines_diverged"] = sum(len(r["diverged"]) for r in rows)
     return {"date": time.strftime("%Y-%m-%d"), "quick": quick, "drafter_trim_s": verify.drafter_trim_s,
-            "machine": describe(),
+            "device": device, "compute_type": verifier.compute_type, "machine": describe(device),
             "rows": rows, **summary}
 
 
@@ -121,7 +171,11 @@ def table(result: dict) -> str:
                  f"{result['clips_wer_verifier_offline']:.1%} | | |")
     lines += ["", f"Drafter (its window trimmed beyond {result['drafter_trim_s']:g} s): "
               f"{result['draft_s_per_audio_s']} s of decoding per second of audio; verifier: "
-              f"{result['verify_s_per_audio_s']} s."]
+              f"{result['verify_s_per_audio_s']} s ({result.get('device', 'cpu')}, "
+              f"{result.get('compute_type', 'int8')})."]
+    if "lines_checked" in result:
+        lines.append(f"Committed lines decoded again by a second verifier: {result['lines_checked']} checked, "
+                     f"{result['lines_diverged']} differ.")
     return "\n".join(lines)
 
 
@@ -130,9 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--drafter-trim", type=float, metavar="S",
                         help="trim the drafter's window at a line end beyond S seconds (default: the app's)")
+    parser.add_argument("--check-lines", action="store_true",
+                        help="decode each committed line again with a second verifier and count differences")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    parser.add_argument("--audio", type=Path, metavar="DIR", help="recordings from a bench.carry pack folder")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    result = run(args.quick, args.drafter_trim)
+    result = run(args.quick, args.drafter_trim, args.check_lines, args.device, args.audio)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(table(result))

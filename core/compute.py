@@ -16,10 +16,13 @@ waits for next, and it is never dropped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import mmap
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -146,6 +149,50 @@ def ct2_cuda_libraries() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def pip_cuda_library_dirs(paths: list[str] | None = None) -> list[Path]:
+    """The folders of NVIDIA's cuBLAS wheels (``pip install nvidia-cublas-cu12``) in this Python's
+    environment (``sys.path``, or ``paths``): ``nvidia/cublas/lib`` (Linux), ``nvidia/cublas/bin`` (Windows)."""
+    found = []
+    for entry in sys.path if paths is None else paths:
+        for sub in ("lib", "bin"):
+            folder = Path(entry or ".") / "nvidia" / "cublas" / sub
+            if folder.is_dir() and folder not in found:
+                found.append(folder)
+    return found
+
+
+def preload_cuda_libraries(names: tuple[str, ...], folders: list[Path] | None = None) -> list[Path]:
+    """Load those of ``names`` that sit in NVIDIA's pip folders (:func:`pip_cuda_library_dirs`) now,
+    globally, so CTranslate2's own later ``dlopen("libcublas.so.12")`` finds the library already loaded
+    (the loader matches a loaded library by its soname) with no ``LD_LIBRARY_PATH`` set: installing
+    ``nvidia-cublas-cu12`` into Sotto's environment is enough. cuBLAS's companion (``libcublasLt``,
+    ``cublasLt64_N.dll``) of the same folder is loaded first. Windows: the folder is added to the DLL
+    search path (``os.add_dll_directory``; written against the documented API, not run here).
+    Returns the files loaded; a file that fails to load is left to :func:`missing_libraries` to report."""
+    import ctypes
+
+    loaded: list[Path] = []
+    for folder in pip_cuda_library_dirs() if folders is None else folders:
+        wanted = [folder / n for n in names if (folder / n).is_file()]
+        if not wanted:
+            continue
+        if os.name == "nt":
+            with contextlib.suppress(OSError, AttributeError):
+                os.add_dll_directory(str(folder))
+        for path in wanted:
+            companion = path.with_name(path.name.replace("cublas", "cublasLt", 1))
+            for file in ((companion, path) if companion.is_file() else (path,)):
+                if file in loaded:
+                    continue
+                try:
+                    ctypes.CDLL(str(file), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+                except OSError as exc:
+                    logging.getLogger("sotto").warning("could not load %s: %s", file, exc)
+                    break
+                loaded.append(file)
+    return loaded
+
+
 def missing_libraries(names: tuple[str, ...]) -> list[str]:
     """Those of ``names`` the dynamic loader cannot load here."""
     import ctypes
@@ -177,14 +224,18 @@ def ct2_cuda_problem() -> str | None:
         return f"CTranslate2 cannot query CUDA here ({exc})."
     if count <= 0:
         return NO_CUDA_GPU
-    missing = missing_libraries(ct2_cuda_libraries())
+    names = ct2_cuda_libraries()
+    if missing_libraries(names):
+        preload_cuda_libraries(names)  # cuBLAS from NVIDIA's pip wheel, where it is installed
+    missing = missing_libraries(names)
     if missing:
         found = re.search(r"(\d+)(?:\.dll)?$", missing[0])
         major = found.group(1) if found else "12"  # the names looked for all end in the CUDA major version
         path = "PATH" if os.name == "nt" else "LD_LIBRARY_PATH"
         return (f"An NVIDIA GPU is here, but CTranslate2 needs {', '.join(missing)} (CUDA {major}'s cuBLAS), "
-                f"which is not installed: install CUDA {major}'s cuBLAS (`pip install nvidia-cublas-cu{major}` "
-                f"and add its lib folder to {path}), or keep the speech models on the CPU.")
+                f"which is not installed: install CUDA {major}'s cuBLAS (`bash packaging/setup.sh` does, or "
+                f"`pip install nvidia-cublas-cu{major}` in Sotto's environment, or add its folder to {path}), "
+                f"or keep the speech models on the CPU.")
     return None
 
 

@@ -85,6 +85,19 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
+# --- 3b. CUDA 12's cuBLAS, where an NVIDIA GPU is here --------------------------------------
+# CTranslate2 (the speech models) computes on a GPU only with CUDA 12's cuBLAS, which a driver alone
+# or a CUDA 13 install does not have. NVIDIA's wheel (about 400 MB to download, once) goes into
+# .venv, where Sotto loads it (core.compute.preload_cuda_libraries). Only where nvidia-smi lists a
+# GPU and neither the system nor .venv has it; SOTTO_CUDA=0 skips this.
+if [ "${SOTTO_CUDA:-auto}" != 0 ] && command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
+   && ! .venv/bin/python -c 'import ctypes; ctypes.CDLL("libcublas.so.12")' 2>/dev/null \
+   && ! .venv/bin/python -c 'import nvidia.cublas' 2>/dev/null; then
+  say "an NVIDIA GPU is here: installing CUDA 12's cuBLAS for the speech models (about 400 MB, once)"
+  .venv/bin/python -m pip install --disable-pip-version-check -q "nvidia-cublas-cu12>=12.4,<13" \
+    || say "could not install nvidia-cublas-cu12: the speech models stay on the CPU (sotto devices says why)"
+fi
+
 # --- 4. bundled models -------------------------------------------------------------------
 if [ "$MODE" = test ]; then
   # Tests never use the user's directories: a project-local model store.

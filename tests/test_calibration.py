@@ -27,6 +27,8 @@ from core.asr.calibration import (
     ladder,
     load_calibration,
     predict_seconds,
+    proxy_bytes,
+    proxy_depths,
     save_calibration,
     shape_of,
     total,
@@ -87,6 +89,28 @@ def test_extrapolation_and_shapes():
     assert (SHAPES["medium"].width, SHAPES["medium"].heads, SHAPES["medium"].decoder_layers) == (1024, 16, 24)
     assert (turbo.width, turbo.mels, turbo.vocab, turbo.decoder_layers) == (1280, 128, 51866, 4)
     assert shape_of("whisper-small.en") is SHAPES["small"] and shape_of("whisper-medium") is SHAPES["medium"]
+
+
+def test_a_gpu_times_full_depth_proxies_where_the_disk_holds_them(store):
+    """On a GPU a layer's cost is lost in a decode's fixed costs (on an H200 the 1/2-layer extrapolation
+    put medium below base), so there the proxies have their full depth, timed as is; on the CPU, or
+    where the disk is short, 1 and 2 layers, extrapolated. The size estimate is checked against the
+    bundled base (float16 weights, as a GPU's proxies are)."""
+    shapes = [SHAPES[n] for n in ("base", "small", "medium", "large-v3-turbo")]
+    real = (store.resolve("whisper-base") / "model.bin").stat().st_size
+    assert proxy_bytes(SHAPES["base"], 6, 6, "float16") == pytest.approx(real, rel=0.01)
+    need = sum(proxy_bytes(s, s.encoder_layers, s.decoder_layers, "float16") for s in shapes)
+    assert 3.5e9 < need < 4.0e9  # medium and large-v3-turbo: about 1.5 and 1.6 GB each
+    full = proxy_depths(shapes, "cuda", "float16", need + 2**31)
+    assert full == {"base/full": (6, 6), "small/full": (12, 12), "medium/full": (24, 24),
+                    "large-v3-turbo/full": (32, 4)}
+    split = {f"{s.name}/{n}": (n, n) for s in shapes for n in (1, 2)}
+    assert proxy_depths(shapes, "cuda", "float16", need) == split  # no gigabyte to spare
+    assert proxy_depths(shapes, "cpu", "int8", 10**13) == split
+    # a full-depth proxy's median over rounds is its prediction; the others are extrapolated
+    samples = {"medium/full": [(1.0, 2.0), (1.5, 2.5), (9.0, 9.0)], "small/1": [(1.0, 1.0)], "small/2": [(1.5, 1.5)]}
+    predicted = predict_seconds(samples, [SHAPES["medium"], SHAPES["small"]])
+    assert predicted == {"medium": pytest.approx(4.0), "small": pytest.approx(1.0 + 11 * 0.5 + 1.0 + 11 * 0.5)}
 
 
 # -- the ladder and the choice (pure) -------------------------------------------------------------

@@ -116,6 +116,41 @@ def test_a_gpu_counts_for_ctranslate2_only_where_the_cublas_it_names_loads(monke
         compute.ct2_cuda_problem.cache_clear()
 
 
+def test_cublas_from_nvidias_pip_wheel_is_found_without_a_library_path(tmp_path):
+    """``pip install nvidia-cublas-cu12`` puts cuBLAS under ``site-packages/nvidia/cublas/lib``, where the
+    dynamic loader does not look; CTranslate2 then dlopens ``libcublas.so.12`` by name. Sotto loads the
+    wheel's files first (cuBLAS's companion libcublasLt before it), so the later load by name finds
+    them. Two real shared libraries compiled here stand in for cuBLAS's pair, under a name no real
+    cuBLAS has (``.so.97``): the second needs the first, as libcublas needs libcublasLt."""
+    import ctypes
+    import shutil
+    import subprocess
+    import sys
+
+    from core import compute
+
+    if sys.platform != "linux" or shutil.which("cc") is None:
+        pytest.skip("needs Linux and a C compiler (packaging/setup.sh installs one)")
+    site = tmp_path / "site-packages"
+    lib = site / "nvidia" / "cublas" / "lib"
+    lib.mkdir(parents=True)
+    (tmp_path / "lt.c").write_text("int sotto_lt_answer(void) { return 41; }\n")
+    (tmp_path / "blas.c").write_text("int sotto_lt_answer(void);\nint sotto_blas_answer(void) "
+                                     "{ return sotto_lt_answer() + 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcublasLt.so.97", "-o", lib / "libcublasLt.so.97",
+                    tmp_path / "lt.c"], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcublas.so.97", "-o", lib / "libcublas.so.97",
+                    tmp_path / "blas.c", "-L", lib, "-l:libcublasLt.so.97"], check=True)
+    names = ("libcublas.so.97",)
+    assert compute.missing_libraries(names) == ["libcublas.so.97"]  # by name: not found, as for CTranslate2
+    assert compute.pip_cuda_library_dirs([str(tmp_path), str(site)]) == [lib]
+    assert compute.pip_cuda_library_dirs([str(tmp_path)]) == []
+    loaded = compute.preload_cuda_libraries(names, compute.pip_cuda_library_dirs([str(site)]))
+    assert loaded == [lib / "libcublasLt.so.97", lib / "libcublas.so.97"]
+    assert compute.missing_libraries(names) == []  # now the load by name finds it
+    assert ctypes.CDLL("libcublas.so.97").sotto_blas_answer() == 42
+
+
 def ct2_auto_cpu() -> str:
     from core.compute import ct2_compute_type
 
@@ -317,5 +352,30 @@ def test_models_carried_to_a_device_machine_keep_their_shape_and_words(store, jf
         assert (error <= step / 2 + 1e-6).all(), name
     runner = WhisperRunner(folder, name="tiny.en-carried")
     text = greedy_decode(runner, jfk).text
+    wer = word_error_rate(normalize_english((shared / "asr" / "jfk.txt").read_text()), normalize_english(text))
+    assert wer <= 0.1, (wer, text)
+
+
+def test_models_carried_to_a_device_machine_load_in_the_apps_own_engine(store, jfk, shared, tmp_path):
+    """``bench.carry unpack --ct2`` turns the carried parts back into a CTranslate2 model-store folder
+    (the store's own config, vocabulary and tokenizer, a manifest), so the app's engine and
+    ``sotto bench verified --device cuda`` / ``sotto calibrate`` run on a device machine from it."""
+    from bench.carry import pack_model, unpack
+    from core.asr import FasterWhisperEngine
+    from core.asr.speculative.convert import ensure_converted
+    from core.captions import normalize_english, word_error_rate
+    from core.models import ModelStore
+
+    source = store.resolve("whisper-tiny.en")
+    pack_model(ensure_converted(source), tmp_path / "pack", 15_000_000, ct2_folder=source)
+    made = unpack([tmp_path / "pack"], tmp_path / "hf", ct2_out=tmp_path / "models")
+    assert made == [tmp_path / "hf" / "whisper-tiny.en", tmp_path / "models" / "whisper-tiny.en"]
+    folder = made[1]
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):  # the store's files, as they were
+        assert (folder / name).read_bytes() == (source / name).read_bytes(), name
+    assert not (folder / "vocabulary.json").exists()
+    assert ModelStore(tmp_path / "models").status("whisper-tiny.en").state == "ready"
+    engine = FasterWhisperEngine(folder)
+    text = engine.transcribe(jfk, "", "en").text
     wer = word_error_rate(normalize_english((shared / "asr" / "jfk.txt").read_text()), normalize_english(text))
     assert wer <= 0.1, (wer, text)

@@ -41,10 +41,12 @@ freely; it is rebuilt when needed, in about 15 s on two cores).
 :data:`BUDGET`; :func:`choose` takes the most accurate one that keeps up among those installed.
 The result (:class:`Calibration`) is saved as ``config_dir()/calibration.json``.
 
-On a CUDA device (``core.compute.cuda_available``) everything is timed there in float16. That
-path is written against CTranslate2's API and has not run to the end: on the one GPU lent so far (an
-H200 with CUDA 13 alone) CTranslate2 4.8.5 could not load CUDA 12's cuBLAS, which it needs
-(``core.compute.ct2_cuda_problem`` now says so, and calibration stays on the CPU there).
+On a CUDA device (``core.compute.cuda_available``) everything is timed there in float16, and the
+proxies have their full depth (:func:`proxy_depths`: there a layer's cost is lost in a decode's
+fixed costs and noise, so the extrapolation does not hold). Run to the end on an NVIDIA H200
+(2026-11-26, docs/BENCHMARKS.md), with CUDA 13's cuBLAS standing in for the CUDA 12 one CTranslate2
+4.8.5 needs (``core.compute.ct2_cuda_problem`` says so where neither is installed, and calibration
+stays on the CPU there).
 
 ``core.asr`` may not import ``core.session`` (the session imports the engines: an import loop, see
 ``tests/test_architecture.py``), so the caller passes the streaming options and the translator,
@@ -201,9 +203,10 @@ def build_proxy(shape: Shape, encoder_layers: int, decoder_layers: int, vocabula
         return out
     rng = np.random.default_rng(seed)
     d, ffn = shape.width, shape.ffn
+    dtype = np.float16 if quantization == "float16" else np.float32  # half the memory for a GPU's proxies
 
     def rand(*dims: int) -> np.ndarray:
-        return rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
+        return (rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)).astype(dtype, copy=False)
 
     def norm(spec) -> None:
         spec.gamma = 1.0 + rand(d)
@@ -266,6 +269,32 @@ def build_proxy(shape: Shape, encoder_layers: int, decoder_layers: int, vocabula
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out
+
+
+def proxy_bytes(shape: Shape, encoder_layers: int, decoder_layers: int, quantization: str) -> int:
+    """About how large a proxy is on disk and in the device's memory (its weights)."""
+    d, f = shape.width, shape.ffn
+    encoder = encoder_layers * (4 * d * d + 2 * d * f) + d * shape.mels * 3 + d * d * 3 + (WHISPER_FRAMES // 2) * d
+    decoder = decoder_layers * (8 * d * d + 2 * d * f) + shape.vocab * d + 448 * d
+    return (encoder + decoder) * (1 if quantization.startswith("int8") else 2 if quantization.endswith("16") else 4)
+
+
+FULL = "full"  # the depth key of a full-depth proxy (``f"{shape.name}/full"``)
+
+
+def proxy_depths(shapes: list[Shape], device: str, quantization: str, free_bytes: int) -> dict[str, tuple[int, int]]:
+    """The proxies to build, by key (``"small/1"``, ``"small/full"``): encoder and decoder layers.
+
+    On the CPU, 1 and 2 layers of each shape, extrapolated (full-depth medium or large models would
+    take minutes to build and time on two cores). On a GPU the full depth, timed as is, where the disk
+    holds them with a gigabyte to spare: there a layer costs little against a decode's fixed launch and
+    copy costs and the noise, and the 1/2-layer difference is lost in it (on an NVIDIA H200 the
+    extrapolation put medium below base: 0.034 s against 0.050 s per decode)."""
+    full = {f"{s.name}/{FULL}": (s.encoder_layers, s.decoder_layers) for s in shapes}
+    need = sum(proxy_bytes(s, s.encoder_layers, s.decoder_layers, quantization) for s in shapes) + 2**30
+    if device != "cpu" and need < free_bytes:
+        return full
+    return {f"{s.name}/{n}": (n, n) for s in shapes for n in (1, 2)}
 
 
 @dataclass(frozen=True)
@@ -396,8 +425,10 @@ def _rounds(samples: dict[str, list[tuple[float, float]]], shape: Shape) -> list
 
 
 def predict_seconds(samples: dict[str, list[tuple[float, float]]], shapes: list[Shape]) -> dict[str, float]:
-    """Seconds of one decode per shape (the median over rounds of :func:`_rounds`)."""
-    return {s.name: statistics.median(_rounds(samples, s)) for s in shapes}
+    """Seconds of one decode per shape: a full-depth proxy's median over rounds where one was timed,
+    else the median over rounds of :func:`_rounds` (1 and 2 layers, extrapolated)."""
+    return {s.name: total(samples[f"{s.name}/{FULL}"]) if f"{s.name}/{FULL}" in samples
+            else statistics.median(_rounds(samples, s)) for s in shapes}
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -763,19 +794,20 @@ def calibrate(options: StreamingOptions, translator=None, *, language: str = "en
     quantization = "float16" if device == "cuda" else "int8"
     vocabulary = _vocabulary(store)
     shapes = [SHAPES[name] for name in PREDICTED]
+    proxy_dir().mkdir(parents=True, exist_ok=True)
+    depths = proxy_depths(shapes, device, quantization, shutil.disk_usage(proxy_dir()).free)
     paths = {}
     status("Building random-weight models of each verifier's shape (once; kept in the model cache)", 0.55)
-    for i, s in enumerate(shapes):
-        for layers in (1, 2):
-            check()
-            paths[f"{s.name}/{layers}"] = build_proxy(s, layers, layers, vocabulary, quantization)
-            status("Building random-weight models of each verifier's shape (once; kept in the model cache)",
-                   0.55 + 0.1 * (2 * i + layers) / (2 * len(shapes)))
+    for i, (key, (encoder_layers, decoder_layers)) in enumerate(depths.items()):
+        check()
+        paths[key] = build_proxy(SHAPES[key.split("/")[0]], encoder_layers, decoder_layers, vocabulary, quantization)
+        status("Building random-weight models of each verifier's shape (once; kept in the model cache)",
+               0.55 + 0.1 * (i + 1) / len(depths))
     timer = Timer(vocabulary, device, compute_type)
     models = {name: timer.load(path) for name, path in paths.items()}
     message = "Timing them (speed does not depend on the weights)"
     samples = timer.time(models, workload, repeats, abort, lambda f: status(message, 0.65 + 0.25 * f),
-                         reference="base/1")
+                         reference=next(iter(paths)))  # base's smallest proxy: the metronome
     del models
     if not keep_proxies:  # about 0.7 GB of a user's disk for ~15 s saved at the next check: not worth it
         for path in paths.values():
