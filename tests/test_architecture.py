@@ -164,6 +164,36 @@ def test_core_loads_without_qt():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_every_entry_point_loads_core_before_numpy():
+    """``core.compute`` sets how the libraries' idle threads wait, read by each library as it loads:
+    numpy loaded first keeps its OpenBLAS threads spinning beside CTranslate2 (``python -m
+    bench.verified`` did: tiny.en's decodes took 1.6 times as long on two cores). Each entry point,
+    in a fresh process: the app's command, and every benchmark module as ``python -m`` runs it."""
+    import subprocess
+
+    modules = ["app.cli", "app.main"] + [f"bench.{p.stem}" for p in sorted(BENCH.glob("*.py")) if p.stem != "__init__"]
+    code = (
+        "import builtins, importlib, sys\n"
+        "order = []\n"
+        "real = builtins.__import__\n"
+        "def watch(name, *a, **k):\n"
+        "    top = name.split('.')[0]\n"
+        "    if top in ('numpy', 'core') and top not in order and top not in sys.modules:\n"
+        "        order.append(top)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = watch\n"
+        "importlib.import_module(sys.argv[1])\n"
+        "print(order)\n"
+        "sys.exit(0 if order[:1] == ['core'] else 1)\n"
+    )
+    wrong = {}
+    for module in modules:
+        proc = subprocess.run([sys.executable, "-c", code, module], cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            wrong[module] = (proc.stdout + proc.stderr)[-300:]
+    assert not wrong, wrong
+
+
 # -- import cycles among modules ----------------------------------------------------------------------
 
 def _sources(*folders: Path) -> dict[str, tuple[str, str]]:
