@@ -16,10 +16,17 @@ Why this shape (measured in issue #29 on the shared 231 s reading and 16 clips, 
 base verifying in int8): the line alone lacks context (WER 9.1%, worse than tiny.en streaming's
 8.4%); a line verified the moment the drafter finishes it ends mid-word and the verifier invents
 an ending; with the context, a second of audio after the line and the cut at the drafter's last
-word, verified lines reach 6.3% (clips 5.6%, base offline 6.3%). The cost is one decode of
-about 12 s of audio per line. How long to wait after the line (fast mode, the reading / the 16
-clips' mean WER): 0.4 s 6.6% / 5.70%, 0.5 s 9.6% / 5.82%, 0.6 s 5.8% / 5.66%, 0.7 s 5.9% / 5.76%,
-0.8 s 7.0% / 5.86%, 1.0 s 6.5% / 5.70%: the reading swings by a line or two either way, the clips
+word, verified lines reach 6.3% (clips 5.6%, base offline 6.3%). How much context
+(``context_s``; whole verified lines are taken until it is reached, so 2 s is in practice the line
+before), measured on a 2-core AVX-512 EPYC in fast mode (`sotto bench verified`, the reading / the
+clips' mean / base's decoding seconds per audio-s; base offline on the clips 5.61%): 6 s 6.45% /
+6.50% / 0.128, 4 s 6.27% / 6.86% / 0.112, 3 s 6.79% / 6.86% / 0.113, 2.5 s 6.27% / 6.44% / 0.085,
+**2 s 6.10% / 6.44% / 0.084**, 1.5 s 6.27% / 6.76% / 0.082, none 8.01% / 9.94% / 0.077; with AVX2
+kernels 6 s 6.10% / 6.51% / 0.168 and 2 s 6.45% / 6.46% / 0.108 (base offline 6.59%). So 2 s (6 s
+until the eighth session of issue #29): a third less decoding, as accurate. How long to wait
+after the line (fast mode, the reading / the 16 clips' mean WER, with 6 s of context): 0.4 s 6.6%
+/ 5.70%, 0.5 s 9.6% / 5.82%, 0.6 s 5.8% / 5.66%, 0.7 s 5.9% / 5.76%, 0.8 s 7.0% / 5.86%, 1.0 s
+6.5% / 5.70%: the reading swings by a line or two either way, the clips
 hardly move; 0.7 s commits a line 0.3 s sooner than 1.0 s without losing accuracy on either.
 
 The drafter's words are drafts, so its window is trimmed at a line end beyond ``drafter_trim_s``
@@ -73,7 +80,7 @@ _KEY = re.compile(r"[^\w']+")
 class VerifyOptions:
     """Knobs of :class:`LineVerifier` (the values measured best in issue #29)."""
 
-    context_s: float = 6.0  # decode from the cut of a verified line at least this long before the line
+    context_s: float = 2.0  # decode from the cut of a verified line at least this long before the line
     lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end
     min_window_s: float = 0.0  # ... and the verifier's audio (context, line, what followed) is this long
     # the drafter's window is trimmed at a line end once it is longer than this (at most; StreamingOptions'
