@@ -9,7 +9,9 @@ offline greedy decoding of each clip (one call, as the app's engine runs it: int
 rule, word timestamps) is the verifier's own reference. Times are the drafter's and the verifier's
 decode seconds (the app's CPU and latency are `sotto bench live`'s: `--configs "default,tiny.en
 verified by base + translation"`). `--drafter-trim S` trims the drafter's window at a line end
-beyond S seconds instead of the app's (core.asr.verified.VerifyOptions.drafter_trim_s).
+beyond S seconds instead of the app's (core.asr.verified.VerifyOptions.drafter_trim_s); `--context S`
+gives the verifier at least S seconds of the verified lines before each line (whole lines) instead of
+the app's `VerifyOptions.context_s`.
 
 `--check-lines` decodes every committed line's audio again with a second instance of the verifier
 (the line's own prompt) and counts the lines whose words differ: the contract of issue #29, over
@@ -19,8 +21,8 @@ compute type `auto` gives float16); a device machine has no ../shared and no aud
 from `bench.carry unpack ... --ct2 MODELS` (`SOTTO_MODELS_DIR=MODELS`: the shipped weights rounded
 to int8 and back, so their WER is not the shipped models').
 
-Usage: sotto bench verified [--quick] [--drafter-trim S] [--check-lines] [--device cpu|cuda]
-                            [--audio DIR] [--json FILE]
+Usage: sotto bench verified [--quick] [--drafter-trim S] [--context S] [--check-lines]
+                            [--device cpu|cuda] [--audio DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def check_lines(lines, audio: np.ndarray, again) -> list[dict]:
 
 
 def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, device: str = "cpu",
-        packed: Path | None = None) -> dict:
+        packed: Path | None = None, context_s: float | None = None) -> dict:
     from core.asr import FasterWhisperEngine
     from core.asr.verified import VerifiedEngine, VerifyOptions, make_transcriber
     from core.captions.metrics import normalize_english, word_error_rate
@@ -97,7 +99,11 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
     again = FasterWhisperEngine(store.resolve("whisper-base"), device=device) if check else None
     engine = VerifiedEngine(drafter, verifier)
     options = streaming_options(Settings())
-    verify = VerifyOptions() if drafter_trim_s is None else VerifyOptions(drafter_trim_s=drafter_trim_s)
+    verify = VerifyOptions()
+    if drafter_trim_s is not None:
+        verify.drafter_trim_s = drafter_trim_s
+    if context_s is not None:
+        verify.context_s = context_s
     rows = []
     for path in [READING, *_clips(quick, packed)]:
         audio = _audio(path, packed)
@@ -154,6 +160,7 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
         summary["lines_checked"] = sum(r["checked"] for r in rows)
         summary["lines_diverged"] = sum(len(r["diverged"]) for r in rows)
     return {"date": time.strftime("%Y-%m-%d"), "quick": quick, "drafter_trim_s": verify.drafter_trim_s,
+            "context_s": verify.context_s,
             "device": device, "compute_type": verifier.compute_type, "machine": describe(device),
             "rows": rows, **summary}
 
@@ -172,7 +179,8 @@ def table(result: dict) -> str:
     lines += ["", f"Drafter (its window trimmed beyond {result['drafter_trim_s']:g} s): "
               f"{result['draft_s_per_audio_s']} s of decoding per second of audio; verifier: "
               f"{result['verify_s_per_audio_s']} s ({result.get('device', 'cpu')}, "
-              f"{result.get('compute_type', 'int8')})."]
+              f"{result.get('compute_type', 'int8')}"
+              + (f", at least {result['context_s']:g} s of context" if "context_s" in result else "") + ")."]
     if "lines_checked" in result:
         lines.append(f"Committed lines decoded again by a second verifier: {result['lines_checked']} checked, "
                      f"{result['lines_diverged']} differ.")
@@ -184,13 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--drafter-trim", type=float, metavar="S",
                         help="trim the drafter's window at a line end beyond S seconds (default: the app's)")
+    parser.add_argument("--context", type=float, metavar="S",
+                        help="at least S seconds of verified lines before each line as context (default: the app's)")
     parser.add_argument("--check-lines", action="store_true",
                         help="decode each committed line again with a second verifier and count differences")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     parser.add_argument("--audio", type=Path, metavar="DIR", help="recordings from a bench.carry pack folder")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    result = run(args.quick, args.drafter_trim, args.check_lines, args.device, args.audio)
+    result = run(args.quick, args.drafter_trim, args.check_lines, args.device, args.audio, args.context)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(table(result))
