@@ -179,8 +179,7 @@ def table(result: dict) -> str:
     lines += ["", f"Drafter (its window trimmed beyond {result['drafter_trim_s']:g} s): "
               f"{result['draft_s_per_audio_s']} s of decoding per second of audio; verifier: "
               f"{result['verify_s_per_audio_s']} s ({result.get('device', 'cpu')}, "
-              f"{result.get('compute_type', 'int8')}"
-              + (f", at least {result['context_s']:g} s of context" if "context_s" in result else "") + ")."]
+              f"{result.get('compute_type', 'int8')}, at least {result['context_s']:g} s of context)."]
     if "lines_checked" in result:
         lines.append(f"Committed lines decoded again by a second verifier: {result['lines_checked']} checked, "
                      f"{result['lines_diverged']} differ.")
