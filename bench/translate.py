@@ -65,6 +65,7 @@ class Config:
     reuse: bool = False
     draft_mask_k: int = 0
     display_mask_k: int = 0
+    copy_run: int = 0  # the display also hides an unfinished translation from its first untranslated run on
     bias_final: bool = True
     bias_floor: float = 0.0
     bias_holdback: int | None = None
@@ -85,13 +86,13 @@ class Run:
     accepted_tokens: int = 0
     evaluated_tokens: int = 0
     erased_out: int = 0
-    erased_disp: int = 0
     final_len: int = 0
     finals: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the sentences, as ``finals`` translate them
     outputs: list[list[int]] = field(default_factory=list)  # every update's tokens, in order
     gaps: list[list[float]] = field(default_factory=list)
     sentence_seconds: list[float] = field(default_factory=list)
+    updates: list[list[tuple[str, str]]] = field(default_factory=list)  # per sentence: (source, translation)
 
 
 def prefixes(sentence: str, lag: int = 3) -> list[str]:
@@ -104,6 +105,7 @@ def prefixes(sentence: str, lag: int = 3) -> list[str]:
 def app_default() -> tuple[Config, dict]:
     """The app's default translation as ``core.settings.Settings()`` names it (engine, β, bias scope,
     KV-prefix reuse, clause pieces, caption mask-k): the :class:`Config` and the settings it was read from."""
+    from core.captions.policy import CaptionPolicy
     from core.settings import Settings, TranslationEngineKind
     from core.translate.translator import bias_rules
 
@@ -111,20 +113,20 @@ def app_default() -> tuple[Config, dict]:
     tr, cap = settings.translation, settings.captions
     beta = tr.beta if tr.engine == TranslationEngineKind.SSBD else None
     read = {"engine": str(tr.engine), "beta": beta, "bias_scope": tr.bias_scope, "reuse_prefix": tr.reuse_prefix,
-            "lookup": tr.lookup, "clause_pieces": tr.clause_pieces, "mask_k": cap.mask_k, "mask_mode": cap.mask_mode}
+            "lookup": tr.lookup, "clause_pieces": tr.clause_pieces, "mask_k": cap.mask_k, "mask_mode": cap.mask_mode,
+            "copy_run": CaptionPolicy().copy_run}
     kind = "AR" if beta is None else f"SSBD β={beta:g}, {tr.bias_scope} scope"
     name = (f"App default: {kind}" + (" + KV-prefix reuse" if tr.reuse_prefix else "")
             + (" + lookup" if tr.lookup else "") + ("" if tr.clause_pieces else ", whole sentences"))
     config = Config(name, beta, reuse=tr.reuse_prefix, draft_mask_k=cap.mask_k if cap.mask_mode == "draft" else 0,
                     display_mask_k=cap.mask_k if cap.mask_mode == "display" else 0, pieces=tr.clause_pieces,
-                    lookup=tr.lookup, scope=tr.bias_scope, **bias_rules(tr.bias_scope))
+                    copy_run=read["copy_run"], lookup=tr.lookup, scope=tr.bias_scope, **bias_rules(tr.bias_scope))
     return config, read
 
 
 def run_config(translator, config: Config, sources: list[str], lang: str) -> Run:
     """Translate every prefix of every sentence with ``config``."""
     from core.captions.metrics import erasure
-    from core.captions.policy import mask_tokens
     from core.text import tokenize
 
     opts = translator.options
@@ -136,9 +138,9 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     for sentence in sources:
         draft: list[int] = []
         prev_out: list[str] | None = None
-        prev_disp: list[str] | None = None
         t_sentence = 0.0
         steps = prefixes(sentence)
+        updates = []
         for i, prefix in enumerate(steps):
             # the last prefix is the whole sentence: translated as a finished one, as the app does
             result = translator.translate(prefix, draft, final=i == len(steps) - 1,
@@ -151,20 +153,53 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
             run.evaluated_tokens += result.evaluated_tokens
             run.outputs.append(result.tokens)
             run.gaps.append(result.gaps)
-            final = i == len(steps) - 1
             out_tokens = tokenize(result.text, lang)
-            shown = result.text if final else mask_tokens(result.text, config.display_mask_k, lang)[0]
-            disp_tokens = tokenize(shown, lang)
             if prev_out is not None:
                 run.erased_out += erasure(prev_out, out_tokens)
-                run.erased_disp += erasure(prev_disp, disp_tokens)
-            prev_out, prev_disp = out_tokens, disp_tokens
+            prev_out = out_tokens
+            updates.append((prefix, result.text))
+        run.updates.append(updates)
         run.final_len += len(prev_out or [])
         run.finals.append(result.text)
         run.sources.append(sentence)
         run.seconds += t_sentence
         run.sentence_seconds.append(t_sentence)
     return run
+
+
+def display(run: Run, lang: str, mask_k: int, copy_run: int) -> dict:
+    """What a display with these rules (display-only mask-k, untranslated runs: the app's
+    core.captions.policy.shown_translation) would show of ``run``'s translations: NE shown (erased
+    shown tokens per token of the finished translations; a finished sentence is shown whole) and the
+    share of the unfinished lines' tokens shown."""
+    from core.captions.metrics import erasure
+    from core.captions.policy import shown_translation
+    from core.text import tokenize
+
+    erased = total = shown = final_len = 0
+    for updates in run.updates:
+        before = None
+        for i, (source, text) in enumerate(updates):
+            if i == len(updates) - 1:
+                now = tokenize(text, lang)
+            else:
+                now = tokenize(shown_translation(text, source, mask_k, lang, copy_run), lang)
+                total += len(tokenize(text, lang))
+                shown += len(now)
+            if before is not None:
+                erased += erasure(before, now)
+            before = now
+        final_len += len(before or [])
+    return {"ne_display": round(erased / max(final_len, 1), 3), "shown_share": round(shown / max(total, 1), 3)}
+
+
+def display_rules(run: Run, lang: str, default: Config) -> list[dict]:
+    """The default's translations as displays with other rules would show them: its mask-k alone,
+    mask-6 alone, and mask-k with untranslated runs hidden (the app's, where ``copy_run`` is set)."""
+    from core.captions.policy import COPY_RUN
+
+    rules = [(default.display_mask_k, 0), (6, 0), (default.display_mask_k, default.copy_run or COPY_RUN)]
+    return [{"mask_k": k, "copy_run": c, **display(run, lang, k, c)} for k, c in dict.fromkeys(rules)]
 
 
 def profile(translator, configs: list[Config], sources: list[str], lang: str) -> list[dict]:
@@ -208,7 +243,7 @@ def scores(run: Run, refs: list[str], lang: str) -> dict:
         "chrf": round(sacrebleu.corpus_chrf(run.finals, [refs]).score, 2),
         "bleu": round(sacrebleu.corpus_bleu(run.finals, [refs], tokenize=tokenize).score, 2),
         "ne": round(run.erased_out / max(run.final_len, 1), 3),
-        "ne_display": round(run.erased_disp / max(run.final_len, 1), 3),
+        **display(run, lang, run.config.display_mask_k, run.config.copy_run),
         "a_d": round(run.accepted_tokens / run.draft_tokens, 3) if run.draft_tokens else None,
         "a_o": round(run.accepted_tokens / max(run.output_tokens, 1), 3),
         "tps": round(run.output_tokens / max(run.seconds, 1e-9), 1),
@@ -242,11 +277,12 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
     """Table 2's configurations in the order they run: the app's default and AR with the same KV
     reuse first; in ``quick`` AR from scratch and the β = 0 check once each, no paper-scope rows."""
     pieces = default.pieces  # every row translates clause by clause as the default does (or none does)
-    shown = default.display_mask_k  # a display-only mask hides any engine's last words alike: AR's NE shown with it
+    # the display hides any engine's last words and untranslated runs alike: AR's NE shown with the same rules
+    shown, copies = default.display_mask_k, default.copy_run
     ar_same = Config(AR_KV if default.reuse else AR_SCRATCH, None, reuse=default.reuse, pieces=pieces,
-                     display_mask_k=shown)
+                     display_mask_k=shown, copy_run=copies)
     ar_other = Config(AR_SCRATCH if default.reuse else AR_KV, None, reuse=not default.reuse, pieces=pieces,
-                      display_mask_k=shown, repeat=not quick)
+                      display_mask_k=shown, copy_run=copies, repeat=not quick)
     b0 = Config(BETA0, 0.0, reuse=True, pieces=pieces, lookup=default.lookup, repeat=not quick)
     if quick:
         return [default, ar_same, ar_other, b0]
@@ -291,6 +327,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         run.seconds = statistics.median(seconds[cfg.name])
         row = {"config": cfg.name, "scope": cfg.scope if cfg.beta else None, "beta": cfg.beta,
                "reuse": cfg.reuse, "clause_pieces": cfg.pieces, "display_mask_k": cfg.display_mask_k,
+               "copy_run": cfg.copy_run,
                "draft_mask_k": cfg.draft_mask_k, "runs": len(seconds[cfg.name]), **scores(run, main_ref, lang)}
         if len(seconds[cfg.name]) > 1:
             row["seconds_min"], row["seconds_max"] = round(min(seconds[cfg.name]), 2), round(max(seconds[cfg.name]), 2)
@@ -341,6 +378,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         "ne_display_ar": base["ne_display"],
         "beta0_identical": ident["identical"],
         "batch_check_passed": getattr(getattr(translator, "runner", None), "batch_invariant", None),
+        "display_rules": display_rules(runs[default.name], lang, default),
     }
     log(f"app default ({headline['default_scope']}): {headline['speedup_default_vs_ar_reuse']}× AR with the same "
         f"reuse, chrF {headline['chrf_default']} vs {headline['chrf_ar']}, NE shown {headline['ne_display_default']} "
@@ -430,7 +468,7 @@ def _stock_child(model: str, lang: str, n: int) -> int:
 
 HEADLINE_KEYS = ("default_scope", "default_settings", "speedup_default_vs_ar_reuse",
                  "speedup_default_vs_ar_reuse_pairs", "speedup_default_vs_ar", "chrf_default", "chrf_ar",
-                 "ne_display_default", "ne_default", "ne_ar", "ne_display_ar",
+                 "ne_display_default", "ne_default", "ne_ar", "ne_display_ar", "display_rules",
                  "beta0_identical", "batch_check_passed")
 
 
@@ -477,7 +515,9 @@ def markdown(result: dict, lang: dict, command: str) -> str:
     d = lang["default_settings"]
     default = (f"`translation.bias_scope = {d['bias_scope']}`, β = {d['beta']}, KV-prefix reuse "
                f"{'on' if d['reuse_prefix'] else 'off'}, clause pieces {'on' if d['clause_pieces'] else 'off'}, "
-               f"mask-{d['mask_k']} ({d['mask_mode']})")
+               f"mask-{d['mask_k']} ({d['mask_mode']})"
+               + (f", an unfinished translation shown up to its first untranslated run of {d['copy_run']} words "
+                  "(core.captions.policy.shown_translation)" if d.get("copy_run") else ""))
     check = {True: "it passed in this run", False: "it failed in this run: β = 0 may differ where two tokens nearly "
              "tie", None: "not recorded"}[lang.get("batch_check_passed")]
     runs = (f"the app's default and AR with the same KV reuse run {lang.get('repeats', 1)} times, interleaved "
@@ -508,7 +548,10 @@ def markdown(result: dict, lang: dict, command: str) -> str:
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in lang["table2"]:
         k = r.get("display_mask_k", 3 if "SSBD β=0.2" in r["config"] else 0)
-        shown = f"{r['ne_display']:.3f} (mask-{k})" if k else "–"
+        rules = f"mask-{k}" + (f", untranslated runs of {r['copy_run']}" if r.get("copy_run") else "")
+        if "shown_share" in r:
+            rules += f"; {r['shown_share']:.0%} of unfinished lines shown"
+        shown = f"{r['ne_display']:.3f} ({rules})" if k else "–"
         ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
         spread = f" ({r['seconds_min']}–{r['seconds_max']})" if "seconds_min" in r else ""
         vs_kv = f"{r.get('speedup_vs_ar_kv', '–')}×"
@@ -519,6 +562,12 @@ def markdown(result: dict, lang: dict, command: str) -> str:
                      f"{r['a_o']:.3f} | {r['tps']} | {r.get('evaluated_tokens', '–')} | {r['seconds']}{spread} | "
                      f"{r['speedup']}× | "
                      f"{vs_kv} | {r.get('tps_ratio', '–')} |")
+    if lang.get("display_rules"):
+        rules = "; ".join(f"mask-{r['mask_k']}" + (f" and untranslated runs of {r['copy_run']}" if r["copy_run"] else
+                                                   " alone")
+                          + f": {r['ne_display']:.3f} ({r['shown_share']:.0%} shown)" for r in lang["display_rules"])
+        lines += ["", "The app's default's translations as other display rules would show them (NE shown; share "
+                  f"of the unfinished lines' tokens shown): {rules}."]
     if all("fragments" in r for r in lang["table2"]):
         counts = "; ".join(f"{r['config']}: {r['phrase_loops']} / {r['fragments']} / {r['copies']}"
                            for r in lang["table2"] if r["config"] != STOCK_CONFIG)

@@ -143,7 +143,7 @@ class PartialLine:
 
     committed: str = ""  # committed start of the partial sentence (always shown whole)
     shown_tentative: str = ""  # the part of its tentative words left after mask-k
-    shown_translation: str = ""  # the part of its translation left after mask-k
+    shown_translation: str = ""  # the part of its translation left after mask-k and untranslated runs
     hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
     speaker: str = ""
     held: tuple[str, ...] = ()  # finished lines waiting for verification, each shown as a line of its own

@@ -194,6 +194,70 @@ def test_caption_policy_masks_partial_lines_only():
         assert policy.view(final=True).partial.hidden_tokens == 0
 
 
+def test_an_unfinished_translation_is_shown_up_to_its_first_untranslated_run():
+    """Three words in a row that the source says too (any case) are a stretch left untranslated: the
+    display hides it and what follows, as well as mask-k; names of fewer words stay."""
+    from core.captions.policy import shown_translation, untranslated_start
+
+    source = "A Welsh Conservative said his group was open minded"
+    translated = "Ein walisischer Konservativer sagte"
+    assert untranslated_start(translated, source) == len(translated)
+    text = "Ein Welsh Conservative sagte, his group was open"
+    assert untranslated_start(text, source) == text.index("his")
+    assert shown_translation(text, source, 3) == "Ein Welsh Conservative sagte,"
+    assert shown_translation(text, source, 3, run=0) == "Ein Welsh Conservative sagte, his"  # mask-3 alone
+    assert shown_translation("die Gruppe sei offen HIS GROUP WAS", source, 1) == "die Gruppe sei offen"
+    assert shown_translation("Die Gruppe sei aufgeschlossen", source, 0) == "Die Gruppe sei aufgeschlossen"
+    japanese = "彼のグループは open minded だった"
+    assert shown_translation(japanese, source, 0, "ja") == japanese
+
+
+def test_caption_policy_hides_an_untranslated_run_until_the_sentence_is_translated():
+    from core.captions import CaptionPolicy
+    from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
+
+    policy = CaptionPolicy(3, "en", "de")
+    policy.on_transcript(TranscriptUpdate([], "Plaid said the group as a whole", "", 1.0, 1.0))
+    view = policy.on_translation(TranslationUpdate([], "Plaid said the group as a whole",
+                                                   "Plaid sagte, the group as a whole war", 1.0))
+    assert view.partial.shown_translation == "Plaid sagte,"
+    s = Sentence(0, "Plaid said the group as a whole was not happy.", 0.0, 2.0)
+    view = policy.on_transcript(TranscriptUpdate([s], "", "", 2.0, 2.0))
+    assert view.lines[0].provisional == "Plaid sagte,"  # kept with its line as shown, until the final one
+    view = policy.on_translation(TranslationUpdate([FrozenTranslation(s, "Plaid sagte, the group war unglücklich.")],
+                                                   "", "", 2.5))
+    assert view.lines[0].translation == "Plaid sagte, the group war unglücklich."  # a finished one is shown whole
+    policy.on_transcript(TranscriptUpdate([], "and", " it was said", 3.0, 1.0))
+    policy.on_translation(TranslationUpdate([], "and it was said", "und it was said", 3.0))
+    assert policy.view(final=True).partial.shown_translation == "und it was said"  # nothing hidden at the end
+
+
+def test_the_translation_benchmark_measures_what_the_caption_policy_shows():
+    """`sotto bench translate`'s NE shown is the app's display: the same rules give the same NE as
+    the caption policy's meter fed the same updates (and the untranslated run changes it here)."""
+    from bench.translate import Config, Run, display
+    from core.captions import CaptionPolicy
+    from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate
+
+    full = "Plaid said the group as a whole was not happy."
+    updates = [("Plaid said the", "Plaid sagte die Gruppe"),
+               ("Plaid said the group as a whole", "Plaid sagte, the group as a whole war"),
+               (full, "Plaid sagte, die Gruppe sei unzufrieden.")]
+    run = Run(Config("x", None), updates=[updates])
+    seen = {}
+    for copy_run in (0, 3):
+        policy = CaptionPolicy(3, "en", "de", copy_run=copy_run)
+        for source, text in updates[:-1]:
+            policy.on_translation(TranslationUpdate([], source, text, 1.0))
+        s = Sentence(0, full, 0.0, 2.0)
+        policy.on_transcript(TranscriptUpdate([s], "", "", 2.0, 2.0))
+        policy.on_translation(TranslationUpdate([FrozenTranslation(s, updates[-1][1])], "", "", 2.0))
+        seen[copy_run] = display(run, "de", 3, copy_run)
+        assert seen[copy_run]["ne_display"] == round(policy.translation_display.value, 3)
+    assert seen[0]["ne_display"] > seen[3]["ne_display"] == 0.0  # "the group as" was shown, then erased
+    assert seen[0]["shown_share"] > seen[3]["shown_share"]
+
+
 def test_caption_policy_shows_a_spoken_word_once_speech_is_heard_after_it():
     """source_mask "heard": a tentative word is shown once source_hold_s of audio follows it, as a
     prefix (never a word before the words it follows); "words" is mask-k; a final update shows all."""

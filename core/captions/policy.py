@@ -2,7 +2,9 @@
 
 :class:`CaptionPolicy` merges ASR updates and translation updates into a
 :class:`CaptionView`. Display-only mask-k hides the last k tokens of a
-non-final line on screen (the model still drafts from the whole text). On the
+non-final line on screen (the model still drafts from the whole text); an
+unfinished line's translation is also shown only up to its first run of words
+left untranslated (:func:`shown_translation`). On the
 source line only unconfirmed (tentative) words are ever hidden, since committed
 words never change, and by default by time rather than by count
 (``source_mask = "heard"``): a tentative word is shown once ``source_hold_s`` of
@@ -25,6 +27,7 @@ so a word replaced in one line moves none of the lines under it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..stream import CaptionLine, CaptionView, PartialLine, TranscriptUpdate, TranslationUpdate, Word
@@ -47,6 +50,39 @@ def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
     for tok in tokens[:keep]:
         pos = text.index(tok, pos) + len(tok)
     return text[:pos].rstrip(), len(tokens) - keep
+
+
+# A partial translation is shown only up to its first run of this many words that its source says in a
+# row: a stretch the model left untranslated (a copy of the speaker's words, which the source line
+# above already shows), which the finished sentence's translation nearly always rewrites. Measured
+# with ``sotto bench translate --quick`` (12 NTREX sentences, English→German, the app's default): NE
+# shown 0.579 with mask-3 alone, 0.168 with it (AR's model output 1.968); see docs/BENCHMARKS.md.
+COPY_RUN = 3
+_WORD = re.compile(r"\w+")
+
+
+def untranslated_start(text: str, source: str, run: int = COPY_RUN) -> int:
+    """Where in ``text`` its first run of ``run`` words (compared in lower case) that ``source``
+    also has in a row begins; ``len(text)`` where there is none (or ``run`` is 0)."""
+    if run <= 0 or not source:
+        return len(text)
+    said = [w.lower() for w in _WORD.findall(source)]
+    runs = {tuple(said[i:i + run]) for i in range(len(said) - run + 1)}
+    found = list(_WORD.finditer(text))
+    words = [m.group().lower() for m in found]
+    for i in range(len(words) - run + 1):
+        if tuple(words[i:i + run]) in runs:
+            return found[i].start()
+    return len(text)
+
+
+def shown_translation(text: str, source: str, k: int, lang: str | None = None, run: int = COPY_RUN) -> str:
+    """What a display shows of an unfinished line's translation ``text`` of ``source``: without its
+    last ``k`` tokens (display-only mask-k) and without anything from its first untranslated run
+    of ``run`` words on (:func:`untranslated_start`), whichever hides more."""
+    shown, _ = mask_tokens(text, k, lang)
+    copied = text[:untranslated_start(text, source, run)].rstrip()
+    return copied if len(copied) < len(shown) else shown
 
 
 def shown_lines(view: CaptionView) -> dict[tuple[str, int], str]:
@@ -74,6 +110,7 @@ class _Partial:
     committed: str = ""
     tentative: str = ""
     translation: str = ""
+    translated: str = ""  # the source ``translation`` translates
     paused: bool = False  # the speaker paused after the tentative words
     tentative_words: tuple[Word, ...] = ()  # the tentative words with their times
     audio_time: float = 0.0  # how far this stream's audio was heard when they were decoded
@@ -93,6 +130,7 @@ class CaptionPolicy:
     source_lang: str = "en"
     target_lang: str | None = None
     translation_mask_k: int | None = None  # None: same as mask_k; 0 when mask-k is applied in the draft
+    copy_run: int = COPY_RUN  # an unfinished translation shows nothing from its first untranslated run on (0: all)
     speakers: tuple[str, ...] = ("",)
     show_at_pause: bool = True  # no mask on the source while its speaker pauses
     source_mask: str = "heard"  # "heard": a tentative word shows after source_hold_s of speech; "words": mask-k
@@ -117,9 +155,10 @@ class CaptionPolicy:
         if update.sentences and partial.translation:
             # the partial translation on screen belonged to the sentence now finished: it stays with
             # that line (as shown, masked) until the final translation replaces it
-            shown, _ = mask_tokens(partial.translation, self._translation_k(), self.target_lang)
+            shown = shown_translation(partial.translation, partial.translated, self._translation_k(),
+                                      self.target_lang, self.copy_run)
             pending = CaptionLine(update.sentences[0], provisional=shown or None)
-            partial.translation = ""
+            partial.translation = partial.translated = ""
         else:
             pending = None
         for sentence in update.sentences:
@@ -145,7 +184,8 @@ class CaptionPolicy:
                 line.translation = frozen.text
         while self._translated_upto < len(self.lines) and self.lines[self._translated_upto].translation is not None:
             self._translated_upto += 1
-        self._partials.setdefault(update.speaker, _Partial()).translation = update.partial_translation
+        partial = self._partials.setdefault(update.speaker, _Partial())
+        partial.translation, partial.translated = update.partial_translation, update.partial_source
         self._record_translation()
         return self.view()
 
@@ -165,7 +205,8 @@ class CaptionPolicy:
                 tentative, hidden = self._heard(p)
             else:
                 tentative, hidden = mask_tokens(p.tentative, k, self.source_lang)
-            translation, _ = mask_tokens(p.translation, k_tr, self.target_lang)
+            translation = (p.translation if final else
+                           shown_translation(p.translation, p.translated, k_tr, self.target_lang, self.copy_run))
             shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker, p.held))
         return CaptionView(list(self.lines), shown, self.audio_time)
 
