@@ -180,6 +180,19 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     words = [w(0.0, " more"), w(0.4, " words."), w(0.8, " Words,"), w(1.2, " words,"), w(1.6, " words."),
              w(2.0, " And")]
     assert select_line(words, verified, 1.1, "and", 2.3, VerifyOptions()) == (3, 6)
+    # the decode timed the verified line's end seconds later and heard its last word differently (a
+    # live run of the reading): the repeat is not committed again, what follows it is
+    said = "In 1465, Sweynheim and Panartes began printing in the monastery of Subeck".split()
+    verified = [w(0.3 * i, " " + t) for i, t in enumerate(said)]
+    again = "Sweynheim and Panartes began printing in the monastery of Subiaco near Rome, and used".split()
+    words = [w(3.7 + 0.3 * i, " " + t) for i, t in enumerate(again)]
+    assert select_line(words, verified, 3.6, "used", 7.9, VerifyOptions()) == (10, 14)
+    # ... or timed it where it was, all but its last word, heard again just after the cut
+    words = [w(1.0 + 0.3 * i, " " + t) for i, t in enumerate(again)]
+    assert select_line(words, verified, 3.6, "used", 4.9, VerifyOptions()) == (10, 14)
+    # ... but a phrase said again right after it was heard (the decode heard it where it was) stays
+    words = verified + [w(3.6 + 0.3 * i, " " + t) for i, t in enumerate("in the monastery of Subeck".split())]
+    assert select_line(words, verified, 3.5, "subeck", 5.1, VerifyOptions()) == (12, 17)
 
 
 def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, shared):

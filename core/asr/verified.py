@@ -128,8 +128,11 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     while first < len(words) and ((words[first].start + words[first].end) / 2 <= after
                                   or not words[first].text.strip()):
         first += 1
-    if first < len(words) and verified and abs(words[first].start - after) < 1.0:
-        first = _after_tail(words, first, [word_key(w.text) for w in verified[-5:]])
+    if first < len(words) and verified:
+        tail = [word_key(w.text) for w in verified[-12:]]
+        if abs(words[first].start - after) < 1.0:
+            first = _after_tail(words, first, tail[-5:])
+        first = _after_heard_again(words, first, tail)
     last = first
     anchored = False
     if drafted_last:
@@ -165,6 +168,35 @@ def _after_tail(words: list[Word], first: int, tail: list[str]) -> int:
         for end in range(max(first, n), min(first + n, len(keys)) + 1):
             if keys[end - n:end] == tail[-n:]:
                 return end
+    return first
+
+
+def _after_heard_again(words: list[Word], first: int, tail: list[str]) -> int:
+    """Where the decode's new words begin when they start by saying the verified ``tail`` (its last
+    words' keys) again, timed after it, with its last word heard differently: after that repeat.
+    Either the decode heard the tail up to its last word before ``first`` and that word again at
+    ``first``, or four words or more from within two words of ``first`` repeat the tail up to its
+    last word or the one before. A decode that heard the tail's end before ``first`` hears new words
+    after it (said again). A live run of the reading committed "… began printing in the monastery
+    of Subeck" and then "and Panartes began printing in the monastery of Subeaco near Rome …": the
+    second decode timed the words after the first's and heard the last one differently, so neither
+    the time nor :func:`_after_tail`'s exact match kept it from being committed twice."""
+    keys = [word_key(w.text) for w in words]
+    if len(tail) < 3 or first >= len(keys):
+        return first
+
+    def heard_last(i: int) -> bool:  # the tail's last word, perhaps heard differently
+        return i < len(keys) and difflib.SequenceMatcher(None, keys[i], tail[-1]).ratio() >= 0.5
+
+    if keys[max(0, first - 2):first] == tail[-3:-1] and keys[first] != tail[-1] and heard_last(first):
+        return first + 1
+    if keys[max(0, first - 3):first] == tail[-3:]:
+        return first
+    window = keys[first:first + len(tail) + 1]
+    for a, b, size in difflib.SequenceMatcher(None, tail, window, autojunk=False).get_matching_blocks():
+        if size >= 4 and a + size >= len(tail) - 1 and b <= 2:
+            new = first + b + size
+            return new + 1 if a + size < len(tail) and heard_last(new) else new
     return first
 
 
