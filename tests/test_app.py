@@ -566,6 +566,49 @@ def test_model_download_with_progress_cancel_and_resume(qtbot, app_dirs, monkeyp
         server.close()
 
 
+def test_a_download_starts_again_as_soon_as_its_cancel_is_reported(qtbot, app_dirs, monkeypatch):
+    """Download clicked right after Cancel starts at once (and resumes): the job is over when
+    ``failed`` is emitted. In a full test run the download thread was still winding down when the
+    settings panel showed the cancel, and the next click was ignored."""
+    import hashlib
+    import threading
+
+    from PySide6.QtCore import Qt
+    from test_download import _Server
+
+    from app.controllers.downloads import ModelDownloads
+    from core.models import ModelStore
+    from core.models.registry import MODELS, ModelFile, ModelSpec
+
+    payload = os.urandom(1_000_000)
+    server = _Server()
+    server.files = {"big.gguf": payload}
+    server.pace = threading.Event()
+    spec = ModelSpec("test-translator", "gguf", "a test GGUF", len(payload),
+                     (ModelFile("big.gguf", sha256=hashlib.sha256(payload).hexdigest()),), hub_repo="org/repo")
+    monkeypatch.setitem(MODELS, spec.name, spec)
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("SOTTO_MODELS_DIR", str(app_dirs / "models"))
+    downloads = ModelDownloads(ModelStore())
+    started, restarted = threading.Event(), []
+    downloads.progress.connect(lambda *_: started.set(), Qt.ConnectionType.DirectConnection)
+    # run in the download thread at the moment it reports the cancel, as a click would come right after
+    downloads.failed.connect(lambda name, _: restarted.append(downloads.start(name)),
+                             Qt.ConnectionType.DirectConnection)
+    try:
+        assert downloads.start("test-translator")
+        assert started.wait(30)
+        with qtbot.waitSignal(downloads.finished, timeout=30_000):
+            downloads.cancel("test-translator")
+            server.pace.set()
+        assert restarted == [True]
+        assert server.requests[-1] is not None and server.requests[-1].startswith("bytes="), "resumed"
+        assert (app_dirs / "models" / "test-translator" / "big.gguf").read_bytes() == payload
+    finally:
+        downloads.shutdown()
+        server.close()
+
+
 def test_signals_from_worker_threads_keep_reference_counts(qtbot):
     """PySide6 6.12.0 on Python 3.11 lost a reference to True (or None) on every signal emit and
     crashed the app after a few thousand caption updates; the pinned Qt binding must not."""

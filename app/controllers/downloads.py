@@ -23,14 +23,17 @@ class ModelDownloads(QObject):
         super().__init__()
         self.store = store
         self._jobs: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._lock = threading.Lock()
 
     def start(self, name: str) -> bool:
         """Download ``name`` (resuming a partial one); False if it is already downloading."""
-        if name in self._jobs and self._jobs[name][0].is_alive():
-            return False
-        cancel = threading.Event()
-        thread = threading.Thread(target=self._run, args=(name, cancel), name=f"sotto-download-{name}", daemon=True)
-        self._jobs[name] = (thread, cancel)
+        with self._lock:
+            if name in self._jobs and self._jobs[name][0].is_alive():
+                return False
+            cancel = threading.Event()
+            thread = threading.Thread(target=self._run, args=(name, cancel), name=f"sotto-download-{name}",
+                                      daemon=True)
+            self._jobs[name] = (thread, cancel)
         thread.start()
         return True
 
@@ -42,13 +45,16 @@ class ModelDownloads(QObject):
 
     def active(self) -> list[str]:
         """Models downloading now."""
-        return [n for n, (t, _) in self._jobs.items() if t.is_alive()]
+        with self._lock:
+            return [n for n, (t, _) in self._jobs.items() if t.is_alive()]
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel every download and wait for the threads."""
-        for _thread, cancel in self._jobs.values():
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for _thread, cancel in jobs:
             cancel.set()
-        for thread, _ in self._jobs.values():
+        for thread, _ in jobs:
             thread.join(timeout)
 
     def _run(self, name: str, cancel: threading.Event) -> None:
@@ -60,10 +66,16 @@ class ModelDownloads(QObject):
         try:
             path = self.store.download(name, report, cancel)
         except DownloadCancelled:
-            self.failed.emit(name, "")
+            signal, args = self.failed, (name, "")
         except SottoError as exc:
-            self.failed.emit(name, str(exc))
+            signal, args = self.failed, (name, str(exc))
         except Exception as exc:  # network stacks raise all sorts; say it plainly
-            self.failed.emit(name, f"The download of {name} failed ({exc}); try again to resume it.")
+            signal, args = self.failed, (name, f"The download of {name} failed ({exc}); try again to resume it.")
         else:
-            self.finished.emit(name, str(path))
+            signal, args = self.finished, (name, str(path))
+        # the job is over before it says so: a Download clicked as soon as a cancel is shown starts at once
+        # (the thread used to be still alive then, under load, and the click was ignored)
+        with self._lock:
+            if self._jobs.get(name, (None,))[0] is threading.current_thread():
+                del self._jobs[name]
+        signal.emit(*args)
