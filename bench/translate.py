@@ -85,8 +85,6 @@ class Run:
     draft_tokens: int = 0
     accepted_tokens: int = 0
     evaluated_tokens: int = 0
-    erased_out: int = 0
-    final_len: int = 0
     finals: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the sentences, as ``finals`` translate them
     outputs: list[list[int]] = field(default_factory=list)  # every update's tokens, in order
@@ -126,9 +124,6 @@ def app_default() -> tuple[Config, dict]:
 
 def run_config(translator, config: Config, sources: list[str], lang: str) -> Run:
     """Translate every prefix of every sentence with ``config``."""
-    from core.captions.metrics import erasure
-    from core.text import tokenize
-
     opts = translator.options
     opts.beta, opts.reuse_prefix, opts.draft_mask_k = config.beta, config.reuse, config.draft_mask_k
     opts.bias_final, opts.bias_floor, opts.bias_holdback = config.bias_final, config.bias_floor, config.bias_holdback
@@ -137,7 +132,6 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     run = Run(config)
     for sentence in sources:
         draft: list[int] = []
-        prev_out: list[str] | None = None
         t_sentence = 0.0
         steps = prefixes(sentence)
         updates = []
@@ -153,13 +147,8 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
             run.evaluated_tokens += result.evaluated_tokens
             run.outputs.append(result.tokens)
             run.gaps.append(result.gaps)
-            out_tokens = tokenize(result.text, lang)
-            if prev_out is not None:
-                run.erased_out += erasure(prev_out, out_tokens)
-            prev_out = out_tokens
             updates.append((prefix, result.text))
         run.updates.append(updates)
-        run.final_len += len(prev_out or [])
         run.finals.append(result.text)
         run.sources.append(sentence)
         run.seconds += t_sentence
@@ -242,7 +231,7 @@ def scores(run: Run, refs: list[str], lang: str) -> dict:
     return {
         "chrf": round(sacrebleu.corpus_chrf(run.finals, [refs]).score, 2),
         "bleu": round(sacrebleu.corpus_bleu(run.finals, [refs], tokenize=tokenize).score, 2),
-        "ne": round(run.erased_out / max(run.final_len, 1), 3),
+        "ne": display(run, lang, 0, 0)["ne_display"],  # the model's output: nothing hidden
         **display(run, lang, run.config.display_mask_k, run.config.copy_run),
         "a_d": round(run.accepted_tokens / run.draft_tokens, 3) if run.draft_tokens else None,
         "a_o": round(run.accepted_tokens / max(run.output_tokens, 1), 3),

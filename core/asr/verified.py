@@ -129,10 +129,11 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
                                   or not words[first].text.strip()):
         first += 1
     if first < len(words) and verified:
+        keys = [word_key(w.text) for w in words]
         tail = [word_key(w.text) for w in verified[-12:]]
         if abs(words[first].start - after) < 1.0:
-            first = _after_tail(words, first, tail[-5:])
-        first = _after_heard_again(words, first, tail)
+            first = _after_tail(keys, first, tail[-5:])
+        first = _after_heard_again(keys, first, tail)
     last = first
     anchored = False
     if drafted_last:
@@ -157,13 +158,12 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     return first, last
 
 
-def _after_tail(words: list[Word], first: int, tail: list[str]) -> int:
+def _after_tail(keys: list[str], first: int, tail: list[str]) -> int:
     """Where the decode's new words begin when its timing put some of the verified ``tail`` (its
     last words' keys) after ``first``: after the longest run of the tail's last words that ends at
     ``first`` or within that run's length after it (the nearest end first). A run ending at
     ``first`` itself means the decode heard the verified words where they were, so a word that
-    repeats them ("words, words, words") is new and stays."""
-    keys = [word_key(w.text) for w in words]
+    repeats them ("words, words, words") is new and stays. ``keys``: the decode's words' keys."""
     for n in range(len(tail), 0, -1):
         for end in range(max(first, n), min(first + n, len(keys)) + 1):
             if keys[end - n:end] == tail[-n:]:
@@ -171,7 +171,7 @@ def _after_tail(words: list[Word], first: int, tail: list[str]) -> int:
     return first
 
 
-def _after_heard_again(words: list[Word], first: int, tail: list[str]) -> int:
+def _after_heard_again(keys: list[str], first: int, tail: list[str]) -> int:
     """Where the decode's new words begin when they start by saying the verified ``tail`` (its last
     words' keys) again, timed after it, with its last word heard differently: after that repeat.
     Either the decode heard the tail up to its last word before ``first`` and that word again at
@@ -180,8 +180,8 @@ def _after_heard_again(words: list[Word], first: int, tail: list[str]) -> int:
     after it (said again). A live run of the reading committed "… began printing in the monastery
     of Subeck" and then "and Panartes began printing in the monastery of Subeaco near Rome …": the
     second decode timed the words after the first's and heard the last one differently, so neither
-    the time nor :func:`_after_tail`'s exact match kept it from being committed twice."""
-    keys = [word_key(w.text) for w in words]
+    the time nor :func:`_after_tail`'s exact match kept it from being committed twice. ``keys``: the
+    decode's words' keys."""
     if len(tail) < 3 or first >= len(keys):
         return first
 
