@@ -37,7 +37,7 @@ def _stream(engine, audio):
 
 def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_engine, store, shared):
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import unrepeat
+    from core.asr.verified import VerifyOptions, unrepeat
     from core.audio import decode_file
 
     audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
@@ -64,6 +64,18 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_eng
     # on this clip, against 8.6 s with the 6 s of context it had before (docs/BENCHMARKS.md)
     window = sum(x.end - x.start for x in lines) / len(lines)
     assert window < 7.0, window
+    # a line after a short pause is decoded with the line before it ("And that should be all" comes
+    # 1.9 s after "words, words"; from its own audio base heard "and I'll see you all"); a pause of
+    # pause_s or more starts the context afresh
+    pause_s = VerifyOptions().pause_s
+    after_pause = 0
+    for before, line in zip(lines, lines[1:], strict=False):
+        gap = line.drafted_start - before.drafted_end
+        if gap >= pause_s:
+            assert line.start >= before.drafted_end, (line.drafted, line.start, before.drafted_end)
+        elif gap > 1.5 and line.start < before.drafted_end:
+            after_pause += 1
+    assert after_pause >= 1, [(x.drafted, x.drafted_start, x.drafted_end, x.start) for x in lines]
 
 
 def test_a_line_after_a_pause_can_wait_for_a_longer_window(verified_engine, shared):

@@ -46,6 +46,13 @@ where lines follow one another, unchanged. Off by default (0): the one live run 
 bench live`, in real time with translation) gave the reading 6.3% and 8.9% in its two rounds,
 against 5.8% and 5.9% without it the same day; three more live rounds (6.1%, 6.6%, 5.9%) showed no
 outlier, and its gains come from clips shorter than the wait, which are then decoded whole at the end.
+What a line after a pause shorter than ``pause_s`` gets instead is the line before it as context,
+with the pause between them: mfa_acoustic_corpus's "And that should be all" (after 1.9 s of
+silence) was heard as "and I'll see you all" from the 3.2 s that began 0.6 s before it, and as said with the line
+before. ``pause_s`` 3 s instead of 1.5 s (fast mode, `sotto bench verified`): the clips' mean 6.44%
+→ 6.13% (base offline 5.61%), mfa_acoustic_corpus 18.6% → 13.6%, every other recording's words
+the same (6 s and no limit: the same again); with AVX2 kernels the clips 6.46% → 6.39% (base
+offline 6.59%; the sonnet a word better, mfa_cold_corpus one worse), the reading unchanged.
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
@@ -86,7 +93,7 @@ class VerifyOptions:
     # the drafter's window is trimmed at a line end once it is longer than this (at most; StreamingOptions'
     # buffer_trim_s, 8 s, where lower): its words are drafts, and each line is decoded again with its own context
     drafter_trim_s: float = 5.0
-    pause_s: float = 1.5  # the context never reaches back over a pause this long between lines
+    pause_s: float = 3.0  # the context never reaches back over a pause this long between lines
     preroll_s: float = 0.6  # a line after such a pause is decoded from this long before its first word
     anchor_s: float = 0.7  # the drafter's last word is looked for this near its end time
     late_probability: float = 0.3  # words after the line's end below this probability are dropped
@@ -108,6 +115,7 @@ class VerifiedLine:
     fallback: bool = False  # the drafter's line was committed (degenerate or empty decode)
     seconds: float = 0.0  # the verifier's decode time
     drafted_end: float = 0.0  # where the drafter's line ended (stream seconds)
+    drafted_start: float = 0.0  # ... and where it began
 
 
 def word_key(text: str) -> str:
@@ -364,7 +372,7 @@ class LineVerifier:
         first, last = select_line(heard, self._verified_words, after, pending.drafted_last, s.end, opts)
         line = unrepeat(list(words[first:last]))
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
-                              drafted_end=s.end)
+                              drafted_end=s.end, drafted_start=s.start)
         if (looped and last >= len(heard)) or not line:  # a loop that reaches into the line: not its words
             if not looped and words and words[-1].end > s.end:
                 # the verifier heard this line's words at the end of the previous one: nothing new
