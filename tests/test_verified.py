@@ -37,7 +37,7 @@ def _stream(engine, audio):
 
 def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_engine, store, shared):
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import VerifyOptions, unrepeat
+    from core.asr.verified import unrepeat
     from core.audio import decode_file
 
     audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
@@ -64,18 +64,35 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(verified_eng
     # on this clip, against 8.6 s with the 6 s of context it had before (docs/BENCHMARKS.md)
     window = sum(x.end - x.start for x in lines) / len(lines)
     assert window < 7.0, window
-    # a line after a short pause is decoded with the line before it ("And that should be all" comes
-    # 1.9 s after "words, words"; from its own audio base heard "and I'll see you all"); a pause of
-    # pause_s or more starts the context afresh
+
+
+def test_the_context_reaches_back_over_a_short_pause_and_not_over_a_long_one(verified_engine, shared):
+    """A line after a pause shorter than ``pause_s`` (3 s) is decoded with the line before it (from
+    its own audio alone base heard mfa_acoustic_corpus's "And that should be all", 1.9 s after the
+    line before, as "and I'll see you all"); after a longer pause the context starts afresh. Three
+    recordings with 1.6 s and then 4 s of silence between them."""
+    import numpy as np
+
+    from core.asr.verified import VerifyOptions
+    from core.audio import decode_file
+
+    names = ("librispeech_61-70968-0000.flac", "librispeech_1089-134691-0001.flac", "librispeech_2412-153948-0000.flac")
+    clips = [decode_file(shared / "asr" / name) for name in names]
+    silence = [np.zeros(int(s * 16000), dtype=np.float32) for s in (1.6, 4.0)]
+    audio = np.concatenate([clips[0], silence[0], clips[1], silence[1], clips[2]])
+    transcriber, _updates = _stream(verified_engine, audio)
+    lines = transcriber.lines
     pause_s = VerifyOptions().pause_s
-    after_pause = 0
+    short = long = 0
     for before, line in zip(lines, lines[1:], strict=False):
         gap = line.drafted_start - before.drafted_end
         if gap >= pause_s:
+            long += 1
             assert line.start >= before.drafted_end, (line.drafted, line.start, before.drafted_end)
-        elif gap > 1.5 and line.start < before.drafted_end:
-            after_pause += 1
-    assert after_pause >= 1, [(x.drafted, x.drafted_start, x.drafted_end, x.start) for x in lines]
+        elif gap > 1.5:  # a pause that started the context afresh before (pause_s was 1.5 s)
+            short += 1
+            assert line.start < before.drafted_end, (line.drafted, line.start, before.drafted_end)
+    assert short >= 1 and long >= 1, [(x.drafted, x.drafted_start, x.drafted_end, x.start) for x in lines]
 
 
 def test_a_line_after_a_pause_can_wait_for_a_longer_window(verified_engine, shared):

@@ -52,7 +52,9 @@ silence) was heard as "and I'll see you all" from the 3.2 s that began 0.6 s bef
 before. ``pause_s`` 3 s instead of 1.5 s (fast mode, `sotto bench verified`): the clips' mean 6.44%
 → 6.13% (base offline 5.61%), mfa_acoustic_corpus 18.6% → 13.6%, every other recording's words
 the same (6 s and no limit: the same again); with AVX2 kernels the clips 6.46% → 6.39% (base
-offline 6.59%; the sonnet a word better, mfa_cold_corpus one worse), the reading unchanged.
+offline 6.59%; the sonnet a word better, mfa_cold_corpus one worse), the reading unchanged. The
+context takes at least the line before (after a pause shorter than ``pause_s``): a silence of 2 s or
+more alone would otherwise count as ``context_s``.
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
@@ -87,7 +89,9 @@ _KEY = re.compile(r"[^\w']+")
 class VerifyOptions:
     """Knobs of :class:`LineVerifier` (the values measured best in issue #29)."""
 
-    context_s: float = 2.0  # decode from the cut of a verified line at least this long before the line
+    # decode from the cut of a verified line at least this long before the line (and before the last verified
+    # line, where no pause of pause_s came after it)
+    context_s: float = 2.0
     lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end
     min_window_s: float = 0.0  # ... and the verifier's audio (context, line, what followed) is this long
     # the drafter's window is trimmed at a line end once it is longer than this (at most; StreamingOptions'
@@ -335,14 +339,15 @@ class LineVerifier:
     def _context_start(self, sentence: Sentence) -> float:
         """Where the verifier's audio starts: just before the line after a pause; else back over
         verified lines (each from the end of the one before it) until ``context_s`` before the
-        line, never over a pause of ``pause_s``."""
+        line, never over a pause of ``pause_s``, and over the last verified line at least (a
+        silence alone is no context)."""
         opts = self.verify_options
         lines = [x.sentence for x in self.lines]
         if not lines or sentence.start - self._last_end > opts.pause_s:
             return max(self._cut, sentence.start - opts.preroll_s)
         start = self._cut
         for i in range(len(lines) - 1, -1, -1):
-            if sentence.start - start >= opts.context_s:
+            if start < self._cut and sentence.start - start >= opts.context_s:
                 break
             if i == 0 or lines[i].start - lines[i - 1].end > opts.pause_s:
                 start = max(0.0, lines[i].start - opts.preroll_s)
