@@ -345,15 +345,13 @@ class LineVerifier:
         lines = [x.sentence for x in self.lines]
         if not lines or sentence.start - self._last_end > opts.pause_s:
             return max(self._cut, sentence.start - opts.preroll_s)
-        start = self._cut
-        for i in range(len(lines) - 1, -1, -1):
-            if start < self._cut and sentence.start - start >= opts.context_s:
-                break
-            if i == 0 or lines[i].start - lines[i - 1].end > opts.pause_s:
-                start = max(0.0, lines[i].start - opts.preroll_s)
-                break
+        for i in range(len(lines) - 1, 0, -1):  # take line i, then see whether that is enough
+            if lines[i].start - lines[i - 1].end > opts.pause_s:
+                return max(0.0, lines[i].start - opts.preroll_s)
             start = lines[i - 1].end
-        return start
+            if sentence.start - start >= opts.context_s:
+                return start
+        return max(0.0, lines[0].start - opts.preroll_s)
 
     def _verify(self, pending: _Pending) -> Sentence | None:
         opts = self.verify_options
