@@ -116,7 +116,7 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
             committed += [s.text for u in transcriber.push(audio[i:i + 8000]) for s in u.sentences]
         committed += [s.text for s in transcriber.finish().sentences]
         wall = time.perf_counter() - t0
-        drafted = [x.drafted for x in transcriber.lines]
+        drafted = [x.drafted for x in sorted(transcriber.lines + transcriber.dropped, key=lambda x: x.drafted_start)]
         offline = verifier.transcribe(audio, "", "en").text if path != READING else None
         ref = _reference(path, packed)
         if quick and path == READING:  # the reading's first 60 s: its segments up to there
@@ -130,7 +130,7 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
         row = {"recording": path.name, "audio_s": round(len(audio) / 16000, 1), "lines": len(transcriber.lines),
                "changed": sum(1 for x in transcriber.lines
                               if normalize_english(x.drafted) != normalize_english(x.sentence.text)),
-               "fallbacks": transcriber.fallbacks,
+               "fallbacks": transcriber.fallbacks, "dropped": len(transcriber.dropped),
                "wer_drafter": round(word_error_rate(norm, normalize_english(" ".join(drafted))), 4),
                "wer_verified": round(word_error_rate(norm, normalize_english(" ".join(committed))), 4),
                "wer_verifier_offline": (round(word_error_rate(norm, normalize_english(offline)), 4)
@@ -147,7 +147,8 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
         rows.append(row)
         print(f"{path.name}: drafter {row['wer_drafter']:.3f}, verified {row['wer_verified']:.3f}, base offline "
               f"{row['wer_verifier_offline']}, {row['lines']} lines ({row['changed']} changed, "
-              f"{row['fallbacks']} fallbacks), verifier {row['verify_s']} s", file=sys.stderr, flush=True)
+              f"{row['fallbacks']} fallbacks, {row['dropped']} dropped), verifier {row['verify_s']} s",
+              file=sys.stderr, flush=True)
     clips = [r for r in rows if r["recording"] != READING.name]
     summary = {
         "clips_wer_drafter": round(float(np.mean([r["wer_drafter"] for r in clips])), 4),
@@ -167,11 +168,12 @@ def run(quick: bool, drafter_trim_s: float | None = None, check: bool = False, d
 
 def table(result: dict) -> str:
     lines = [f"Measured {result['date']} on {result['machine']} (fast mode; WER after normalisation).", "",
-             "| recording | audio s | lines (changed, fallbacks) | tiny.en lines | verified lines | base offline "
-             "| drafter s | verifier s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| recording | audio s | lines (changed, fallbacks, dropped) | tiny.en lines | verified lines "
+             "| base offline | drafter s | verifier s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         off = f"{r['wer_verifier_offline']:.1%}" if r["wer_verifier_offline"] is not None else "–"
-        lines.append(f"| {r['recording']} | {r['audio_s']} | {r['lines']} ({r['changed']}, {r['fallbacks']}) | "
+        lines.append(f"| {r['recording']} | {r['audio_s']} | {r['lines']} ({r['changed']}, {r['fallbacks']}, "
+                     f"{r.get('dropped', '–')}) | "
                      f"{r['wer_drafter']:.1%} | {r['wer_verified']:.1%} | {off} | {r.get('draft_s', '–')} | "
                      f"{r['verify_s']} |")
     lines.append(f"| **clips, mean** | | | {result['clips_wer_drafter']:.1%} | {result['clips_wer_verified']:.1%} | "

@@ -58,11 +58,17 @@ more alone would otherwise count as ``context_s``.
 
 What is promised: every committed line is a contiguous run of the verifier's own greedy words for
 the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
-decodes them again); where the verifier's decode holds no new words, or falls into a loop (dashes,
-dots, a phrase over and over) before the line's last word, the drafter's line is committed instead
-and counted as a fallback. A loop after the line's words leaves them verified (the sonnet of the
-shared clips: "feats thy light's flame …, making a fa - - - …" verifies a line the drafter heard as
-"feet by light's flame").
+decodes them again); where the verifier's decode holds no words at all, or falls into a loop
+(dashes, dots, a phrase over and over) before the line's last word, the drafter's line is committed
+instead and counted as a fallback. A loop after the line's words leaves them verified (the sonnet of
+the shared clips: "feats thy light's flame …, making a fa - - - …" verifies a line the drafter heard
+as "feet by light's flame"). Where the decode holds words but none new in the line (the words were
+verified with the line before, or the verifier heard none where the drafter heard the line, though
+its decode read the line and what followed it), nothing is committed for the line
+(:attr:`LineVerifier.dropped`): that is the verifier's greedy output. Committing the drafter's line
+there, as before, committed mfa_cold_corpus's last line "x." (base: "… Alright, thanks." and
+nothing after) and, with AVX2 kernels, mfa_acoustic_corpus's "We're just saying some words." a
+second time.
 """
 
 from __future__ import annotations
@@ -109,7 +115,7 @@ class VerifyOptions:
 class VerifiedLine:
     """One verified line and how it was made (for tests, benchmarks and the summary)."""
 
-    sentence: Sentence  # as committed
+    sentence: Sentence  # as committed (in LineVerifier.dropped: the drafter's, not committed)
     drafted: str  # the drafter's text of the line
     start: float  # the audio the verifier decoded (stream seconds)
     end: float
@@ -268,6 +274,7 @@ class LineVerifier:
         self._index = 0
         self._last_update: TranscriptUpdate | None = None
         self.lines: list[VerifiedLine] = []
+        self.dropped: list[VerifiedLine] = []  # drafter's lines the verifier heard nothing new in (none committed)
         self.fallbacks = 0
         self.verify_seconds = 0.0
 
@@ -377,10 +384,12 @@ class LineVerifier:
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end, drafted_start=s.start)
         if (looped and last >= len(heard)) or not line:  # a loop that reaches into the line: not its words
-            if not looped and words and words[-1].end > s.end:
-                # the verifier heard this line's words at the end of the previous one: nothing new
+            if not looped and words:
+                # the verifier heard nothing new here: this line's words were verified with the line before,
+                # or it heard no words where the drafter heard this line
                 self._cut = max(self._cut, s.end)
                 self._last_end = s.end
+                self.dropped.append(record)
                 return None
             self.fallbacks += 1
             record.fallback = True
