@@ -390,6 +390,8 @@ class LineVerifier:
                 self._cut = max(self._cut, s.end)
                 self._last_end = s.end
                 self.dropped.append(record)
+                logger.info("verifier gave %r for the line %r; nothing new there, nothing committed",
+                            hypothesis.text[:80], s.text)
                 return None
             self.fallbacks += 1
             record.fallback = True
