@@ -383,16 +383,16 @@ class LineVerifier:
         line = unrepeat(list(words[first:last]))
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end, drafted_start=s.start)
-        if (looped and last >= len(heard)) or not line:  # a loop that reaches into the line: not its words
-            if not looped and words:
-                # the verifier heard nothing new here: this line's words were verified with the line before,
-                # or it heard no words where the drafter heard this line
-                self._cut = max(self._cut, s.end)
-                self._last_end = s.end
-                self.dropped.append(record)
-                logger.info("verifier gave %r for the line %r; nothing new there, nothing committed",
-                            hypothesis.text[:80], s.text)
-                return None
+        if not line and not looped and words:
+            # the verifier heard nothing new here: this line's words were verified with the line before,
+            # or it heard no words where the drafter heard this line
+            self._cut = max(self._cut, s.end)
+            self._last_end = s.end
+            self.dropped.append(record)
+            logger.info("verifier gave %r for the line %r; nothing new there, nothing committed",
+                        hypothesis.text[:80], s.text)
+            return None
+        if (looped and last >= len(heard)) or not line:  # an empty decode, or a loop that reaches into the line
             self.fallbacks += 1
             record.fallback = True
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
