@@ -191,6 +191,20 @@ def test_held_lines_are_shown_as_lines_of_their_own_and_replaced_in_place(acoust
     assert partial_row in after and updates[commit - 1].partial.startswith(first_line.drafted)
 
 
+def test_a_step_that_verifies_a_line_leaves_the_drafters_decode_to_the_next(acoustic):
+    """The verifier's decode reads the newest audio too, so a step that verifies a held line does
+    not also decode the drafter's window (one drafter decode fewer per line): the drafter decodes at
+    the next step, with the new audio of both. Its words are drafts either way. (A line the drafter
+    finishes late enough to be verified at once is verified with that decode; and the decode that
+    settles a line when the speaker pauses is not put off.)"""
+    _audio, transcriber, updates = acoustic
+    assert sum(1 for u in updates if u.timings.asr > 0) == transcriber.decodes
+    steps = [u for before, u in zip(updates, updates[1:-1], strict=False)
+             if u.sentences and before.held and not u.paused]  # a line held since an earlier step verified
+    assert len(steps) >= 4
+    assert [u.timings.asr for u in steps] == [0.0] * len(steps)
+
+
 def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word():
     from core.asr.verified import VerifyOptions, select_line
 

@@ -195,9 +195,13 @@ class StreamingTranscriber:
             if self._received - self._paused_at >= opts.utterance_end_s:
                 return self._end_utterance()
             return None
-        if not self._speech or self._new_audio < opts.min_chunk_s:
-            return None
-        return self._decode_step()
+        return self._decode_step() if self.decode_due() else None
+
+    def decode_due(self) -> bool:
+        """Whether :meth:`process` would now decode the window for new speech (not for a pause in
+        it, nor to end an utterance)."""
+        return (self._pause_pending is None and self._paused_at is None and self._speech
+                and self._new_audio >= self.options.min_chunk_s)
 
     def _decode_step(self, paused: bool = False) -> TranscriptUpdate:
         words = self._decode(self.window.view())
