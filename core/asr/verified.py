@@ -61,8 +61,8 @@ A step that verifies a line held since an earlier step does not also decode the 
 next step with the new audio of both, so each line costs one drafter decode fewer. On the reading
 in fast mode 411 drafter decodes instead of 463 and 6% less CPU for both models together (`sotto
 bench verified`: the reading's verified words as before, the clips 5.85% against 6.03%); live, the
-default's CPU-s per audio-s 1.07–1.15× of tiny.en + translation's over four rounds (median 1.10×,
-1.16× before; issue #29 asks at most 1.15×), for first seen +0.01 and +0.08 s in the two runs
+default's CPU-s per audio-s 1.07–1.15× of tiny.en + translation's over seven rounds in three runs
+(median 1.11×, 1.16× before; issue #29 asks at most 1.15×), for first seen +0.08, +0.01 and −0.03 s
 (tiny.en's newest words wait one step more where a verification takes theirs). A line the
 drafter finishes late enough to be verified at once is verified with that decode, and the decode
 that settles a line when the speaker pauses is not put off.
