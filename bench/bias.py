@@ -1,7 +1,7 @@
 """`sotto bench bias`: where SSBD's bias applies, by translation quality and flicker.
 
 The SSBD paper biases every verification toward the previous translation. With a 270M model
-that locks in poor early prefixes (docs/BENCHMARKS.md, Tables 2–3). Each variant here keeps
+that locks in poor early prefixes (the paper scope's rows of `sotto bench translate`). Each variant here keeps
 β = 0.2 but narrows where it applies; every sentence is streamed as lag-3 prefixes and then
 translated whole as a finished sentence, as in `sotto bench translate` (KV-prefix reuse on for
 all). Outputs are deterministic, so one run per variant; the cost is counted in tokens the

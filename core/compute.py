@@ -1,9 +1,8 @@
 """One compute gate for all models on the CPU.
 
 On a small CPU, running the speech model and the translator at the same time
-with all cores each oversubscribes it: measured on 2 cores, a tiny.en decode
-went from 0.5 s to 2.3 s while Gemma 270M translated alongside. Engines
-therefore take :data:`COMPUTE_GATE` around each model call: one model computes
+with all cores each oversubscribes it, and a speech decode beside a translation
+takes several times as long. Engines therefore take :data:`COMPUTE_GATE` around each model call: one model computes
 at a time with every core, and the other waits (a condition, never a sleep).
 
 Speech comes first: a waiting speech decode goes before a waiting partial
@@ -30,22 +29,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # How idle threads wait (read by each library when it loads, so set before numpy, CTranslate2 and
-# llama.cpp load: ``core`` imports this module first; a variable already set wins). Measured on the
-# 2-core AMD EPYC of docs/BENCHMARKS.md ("Threads that wait", `sotto bench threads`), an 8 s window
-# decoded by tiny.en / base between Gemma calls, as the models take turns at the gate:
+# llama.cpp load: ``core`` imports this module first; a variable already set wins). The models take
+# turns at the gate, so what their threads do between calls is paid by the next model
+# (`sotto bench threads`, docs/BENCHMARKS.md):
 # - numpy's OpenBLAS keeps its other threads spinning after a matrix product, however small (the mel
-#   filterbank that starts every Whisper decode), for 2^28 cycles (~0.1 s): ~90 ms of CPU per
-#   decode, taking a core from the decode itself. A timeout of 2^4 cycles puts them to sleep at once
-#   and keeps their number, so the features stay the same bit for bit (one BLAS thread would save as
-#   much but round the filterbank differently, and Whisper's int8 decoding changes words on such
-#   1-ulp differences: base's WER on the 16 shared clips moved from 5.2% to 7.3%, in both directions
-#   clip by clip).
-# - OpenMP threads that sleep at once (passive waiting, the setting before) pay a wake-up for each of
-#   a decoder step's many small parallel regions; a brief spin (GOMP_SPINCOUNT iterations, a fraction
-#   of a millisecond, where ACTIVE alone would spin for ever) cuts a decode's wall time by ~40% and
-#   leaves no thread spinning after the calls. llama.cpp's one-token calls run on one thread: unchanged.
-# Both: tiny.en 158 -> 98 ms wall and 261 -> 165 ms CPU per decode, base 310 -> 173 and 454 -> 304.
-# KMP_BLOCKTIME is the same knob for Intel's OpenMP runtime: not measured (no such build here).
+#   filterbank that starts every Whisper decode), for 2^28 cycles, taking a core from the decode
+#   itself. A timeout of 2^4 cycles puts them to sleep at once and keeps their number, so the features
+#   stay the same bit for bit (one BLAS thread would round the filterbank differently, and Whisper's
+#   int8 decoding changes words on such 1-ulp differences).
+# - OpenMP threads that sleep at once pay a wake-up for each of a decoder step's many small parallel
+#   regions; a brief spin (GOMP_SPINCOUNT iterations, a fraction of a millisecond, where ACTIVE alone
+#   would spin for ever) avoids it and leaves no thread spinning after the calls.
+# KMP_BLOCKTIME is the same knob for Intel's OpenMP runtime.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
@@ -264,11 +259,8 @@ def ct2_compute_type(requested: str, device: str) -> str:
     """The CTranslate2 compute type of the faster-whisper engine for ``asr.compute_dtype``.
 
     ``auto`` is int8 on a CPU that CTranslate2 runs int8 on (weights int8, activations float32),
-    float16 on CUDA. Measured with tiny.en on a 2-core AMD EPYC (Zen 4): a decode of a 5 s window
-    with word timestamps 0.37 s in int8 against 0.54 s in float32 (CPU 0.63 against 0.97 s), with
-    streaming WER over the 16 shared clips 14.3% against 13.5% (the one hallucinated loop int8
-    once produced, on mfa_acoustic_corpus, is now dropped by ``degenerate()`` in both). An explicit
-    type this machine cannot run is refused with a sentence that says which it can.
+    float16 on CUDA: int8 decodes faster than float32 on a CPU and hears the shared clips about as
+    well. An explicit type this machine cannot run is refused with a sentence that says which it can.
     """
     import ctranslate2
 

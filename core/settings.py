@@ -33,11 +33,10 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``asr.min_chunk_s`` and ``asr.buffer_trim_s`` for latency (sotto bench live); 5 — adds
 # ``translation.bias_scope`` and retunes ``translation.n_gpu_layers`` to -1 (every layer on a GPU
 # where there is one; the CPU is unchanged); 6 — turns ``asr.verify_lines`` on (verified captions by
-# default, issue #29); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's
-# translation keeps its previous words, issue #31) and ``translation.partial_share`` from 0.3 to 0.2,
-# and adds ``translation.lookup``. Keys added since
-# without a version bump (a new key
-# with its default reads an old file unchanged): ``asr.encoder_seconds``,
+# default); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's translation keeps
+# its previous words) and ``translation.partial_share`` from 0.3 to 0.2, and adds
+# ``translation.lookup``. Keys added without a version bump (a new key with its default reads an old
+# file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
@@ -112,9 +111,9 @@ class ASRSettings:
     drafter: str = _setting("whisper-tiny.en", NEXT_START)  # speculative engine: proposes tokens
     verifier: str = _setting("whisper-base", NEXT_START)  # speculative engine: its greedy output is the transcript
     # faster-whisper engine: each finished line decoded again by ``verifier`` (core.asr.verified): base's
-    # accuracy in the committed lines (reading WER 7.3% -> 6.1% live), committed about 0.8 s later, at
-    # 1.17x the CPU (0.59 CPU-s per audio-s, docs/BENCHMARKS.md); the engine calibration
-    # (core.asr.calibration) turns it off where it cannot keep up
+    # accuracy in the committed lines, each committed a little later and for a little more CPU
+    # (`sotto bench live`, `sotto bench verified`); the engine calibration (core.asr.calibration) turns
+    # it off where it cannot keep up
     verify_lines: bool = _setting(True, NEXT_START)
     draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
     max_draft: int = _setting(24, NEXT_START, lo=1, hi=64)
@@ -128,11 +127,11 @@ class ASRSettings:
     # the speculative engine float32 on the CPU, float16 on CUDA and MPS (core.compute.torch_dtype_name)
     compute_dtype: str = _setting("auto", NEXT_START, choices=("auto", "float32", "float16", "bfloat16", "int8"))
     # faster-whisper: the encoder reads the window plus 2 s of padding, at least this long, instead of
-    # Whisper's 30 s (30: Whisper's own; core.asr.engine.ENCODER_SECONDS says what was measured)
+    # Whisper's 30 s (30: Whisper's own; core.asr.engine.ENCODER_SECONDS says why)
     encoder_seconds: float = _setting(10.0, NEXT_START, lo=10.0, hi=30.0)
     # the speculative engine's (both its models): Whisper's 30 s by default, since with base as the
-    # verifier the 10 s floor cost accuracy (sotto bench encoder --engine speculative: clips 10.2%
-    # against 8.3%), unlike with tiny.en alone
+    # verifier the 10 s floor cost accuracy (sotto bench encoder --engine speculative), unlike with
+    # tiny.en alone
     speculative_encoder_seconds: float = _setting(30.0, NEXT_START, lo=10.0, hi=30.0)
     min_chunk_s: float = _setting(0.5, NEXT_START, lo=0.2, hi=10.0)  # in real time: more on a slow machine
     # the streaming window is trimmed at a line end beyond this; with verify_lines the drafter's at most
@@ -163,7 +162,7 @@ class TranslationSettings:
     reuse_prefix: bool = _setting(True, NEXT_START)
     # guess the next tokens from the source and the previous translation (core.translate.lookup): the same
     # output in fewer model calls, but each call of several tokens costs more than one-token decoding on
-    # one thread; slower on the 2-core machine of docs/BENCHMARKS.md, so off by default
+    # one thread; slower on two cores, so off by default
     lookup: bool = _setting(False, NEXT_START)
     prompt_style: str = _setting("auto", NEXT_START, choices=("auto", "few-shot", "chat"))
     # few-shot prompts: a long sentence clause by clause (small models copy long ones)
@@ -171,8 +170,8 @@ class TranslationSettings:
     n_gpu_layers: int = _setting(-1, NEXT_START, lo=-1, hi=999)  # all (a CPU-only build ignores it)
     n_threads: int = _setting(0, NEXT_START, lo=0, hi=256)
     # the most of the translator's time that unfinished lines may take (1: whenever it is free); finished
-    # sentences are always translated at once (core.translate.worker). 0.2 (0.3 before issue #31 made each
-    # translation faster) updates the translation as often as before on less CPU (docs/BENCHMARKS.md)
+    # sentences are always translated at once (core.translate.worker). With translations as fast as β = 0.5
+    # makes them, 0.2 updates the unfinished line as often as 0.3 did before, on less CPU
     partial_share: float = _setting(0.2, LIVE, lo=0.1, hi=1.0)
 
 

@@ -52,15 +52,13 @@ def default_threads() -> int:
 
 
 # The speech encoder reads a window padded to at least ENCODER_SECONDS, with at least
-# ENCODER_PAD_S of padding after the audio, instead of Whisper's 30 s (30 = Whisper's own).
-# Measured with tiny.en int8 on two cores, streaming every 0.5 s of audio through the shared long
-# reading and the 16 shared clips (`sotto bench encoder`): an encoder pass costs 0.061 s instead of
-# 0.265 s (the attention over 1500 positions is most of it), and WER is 7.3% / 9.2% (mean of the
-# clips) against 8.2% / 10.8% with 30 s. Padding matters: with only 0–2 s after the audio and no
-# minimum, decodes loop (WER 58–172%, docs/BENCHMARKS.md); Whisper was trained on windows that end
-# in padding. The speculative engine's PyTorch runner can read the same frames
-# (core.asr.speculative.runtime.WhisperRunner.encode), but by default reads 30 s: with base as its
-# verifier the 10 s floor cost accuracy (`sotto bench encoder --engine speculative`).
+# ENCODER_PAD_S of padding after the audio, instead of Whisper's 30 s (30 = Whisper's own): the
+# attention over 1500 positions is most of an encoder pass, and a short window with this padding is
+# heard as well (`sotto bench encoder`). The floor is needed: with only the window and a little
+# padding Whisper loops, having been trained on windows that end in padding. The speculative engine's
+# PyTorch runner can read the same frames (core.asr.speculative.runtime.WhisperRunner.encode), but by
+# default reads 30 s: with base as its verifier the floor cost accuracy (`sotto bench encoder
+# --engine speculative`).
 ENCODER_SECONDS = 10.0
 ENCODER_PAD_S = 2.0
 FRAMES_PER_SECOND = 100  # Whisper's feature frames (10 ms hop); the encoder halves them

@@ -21,9 +21,8 @@ def one_pass_model_class():
 
     When a window's last segment does not end with a single timestamp, faster-whisper seeks to
     the end of the last word and runs the encoder and decoder again on the rest of the window
-    (long-form transcription). Measured on the first 60 s of the shared long reading with tiny.en
-    on two cores, 60 streaming updates made 95 encoder passes (0.27 s each); the extra passes
-    re-read tails of a fraction of a second that the next update decodes anyway. With
+    (long-form transcription). In streaming those extra passes re-read tails of a fraction of a
+    second that the next update decodes anyway, and cost as much as the first. With
     ``another_pass`` set, the encoder refuses a further pass (raising :class:`SecondPass`) unless
     it says the tail is long enough (so nothing is lost at the end of a stream); the segments of
     the first pass were already handed out by then. With ``encoder_frames`` set, the encoder reads

@@ -1,9 +1,9 @@
 """Clause pieces: a long sentence cut where it pauses (after , ; :), for a small model to translate
 piece by piece.
 
-The bundled 270M base model copies long English sentences untranslated (27 of 100 held-out
-NTREX lines in German) but translates their clauses; translating the clauses one by one raised
-chrF on those lines from 32.5 to 34.9 (``sotto bench prompts``, docs/BENCHMARKS.md). A cut is made
+The bundled 270M base model copies long English sentences untranslated but translates their
+clauses, so translating the clauses one by one gives better translations and fewer sentences left
+in English (``sotto bench prompts``, docs/BENCHMARKS.md). A cut is made
 only where both sides have at least :data:`MIN_WORDS` words, so a piece is never a lone "he
 said" or a number, and the last piece of a growing sentence always has that many words.
 """

@@ -322,8 +322,8 @@ class Decoder:
         self.forced += len(step.tokens)
         step.reused = keep
         # whole prompt chunks before the end of the source go in as usual (the next update, whose source
-        # goes on from there, reuses them); the rest in one call (on 2 cores 21 ms + 1.5 ms a token:
-        # 24 tokens take 61 ms in one call, 83 ms as 16 + 8), and none of those positions is reused
+        # goes on from there, reuses them); the rest in one call (a call costs a fixed overhead plus a
+        # little per token, so one call beats two), and none of those positions is reused
         end = min(self._source_end, len(prompt))
         whole = end - end % PROMPT_CHUNK
         if keep < whole:

@@ -133,12 +133,11 @@ def _reserve(size: int) -> None:
 def generation_threads(cores: int | None = None) -> int:
     """Threads for one-token decoding calls (``n_threads``; calls of several tokens use every core).
 
-    Decoding one token is bound by memory, not arithmetic: on the 2-core AMD EPYC of
-    docs/BENCHMARKS.md a token took 10.7 ms with two threads and 11.6 ms with one, but two threads
-    spent 21.4 ms of CPU on it against 11.9 ms, so half the cores decode at nearly the same speed for
-    half the CPU (which the speech engine needs). The logits are the same bit for bit (each row of
-    a matrix product is computed whole by one thread). A prompt or verification call of 24 tokens
-    still gains from a second thread (51 against 84 ms)."""
+    Decoding one token is bound by memory, not arithmetic: a second thread barely speeds it up but
+    nearly doubles its CPU, so half the cores decode at nearly the same speed for half the CPU (which
+    the speech engine needs). The logits are the same bit for bit (each row of a matrix product is
+    computed whole by one thread). A prompt or verification call of many tokens still gains from a
+    second thread."""
     cores = cores or os.cpu_count() or 1
     return max(1, cores // 2)
 

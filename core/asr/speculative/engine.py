@@ -29,9 +29,7 @@ class SpeculativeEngine(ASREngine):
     drafter's never changes the output):
 
     - ``float32``: exactly the verifier's own greedy output (one token per pass), token for
-      token. Measured: every decode of ``sotto bench asr`` on the CPU (730 of 730); issue #13
-      reports 9 of 9 clips and 186 of 186 streaming updates on an H100 with the code before the
-      dtype work (this code has not run on a GPU yet: ``bench/gpu.py`` is the check to run there).
+      token (``sotto bench asr`` on the CPU and ``bench/gpu.py`` on a GPU check every decode).
     - ``float16`` / ``bfloat16``: the same greedy output *of the verifier in that dtype*,
       except at near-ties: a batched verification pass and a one-token pass round differently,
       so where the verifier's top-2 logits are closer than the tolerance

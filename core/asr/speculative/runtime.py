@@ -98,13 +98,9 @@ class WhisperRunner:
         self.model.to(device=self.device, dtype=self.dtype)
         if self.device.type == "cuda":
             # cuDNN's SDPA kernel pays a large one-off cost for every new attention shape, and
-            # speculative passes keep making new ones (draft and cache lengths vary): issue #13 reports,
-            # from an H100 running the code before this dtype work, fp16 streaming spec+prev at 1.20× of
-            # greedy (a clip's first run 2.9 s against 0.46 s later) and, with cuDNN SDPA off (flash /
-            # memory-efficient / math kernels instead), 2.82×, still lossless. This code ran on an H200
-            # (2026-11-26, `python -m bench.gpu`, docs/BENCHMARKS.md) with it off: 92/92 decodes identical
-            # in float32 and float16, streaming decoder 2.2× greedy; with it on was not measured there.
-            # Process-wide, as torch.backends settings are.
+            # speculative passes keep making new ones (draft and cache lengths vary), which ate most of
+            # the speed-up; the flash / memory-efficient / math kernels instead keep the decodes lossless
+            # (`python -m bench.gpu`, docs/BENCHMARKS.md). Process-wide, as torch.backends settings are.
             torch.backends.cuda.enable_cudnn_sdp(False)
         self.quantized = quantize and self.device.type == "cpu" and self.dtype == torch.float32
         if self.quantized:
@@ -290,7 +286,7 @@ class DecoderState:
 
         The mask is in the model's dtype: SDPA adds it to the attention scores, and a float32 mask
         with float16/bfloat16 queries on CUDA gave NaN (float16) or logits off by up to 26
-        (bfloat16) in the measurement of issue #13; in the model's dtype the difference was 0."""
+        (bfloat16); in the model's dtype a tree pass equals a plain pass."""
         torch = _torch()
         cached, n = len(self.tokens), len(parents)
         depth = [0] * n
