@@ -10,6 +10,7 @@ values are refused with a :class:`~core.errors.SettingsError` that names the key
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -21,10 +22,11 @@ import tomli_w
 
 from . import logger
 from .errors import SettingsError
+from .hotkeys import refusal as hotkey_refusal
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES
 
-SETTINGS_VERSION = 7
+SETTINGS_VERSION = 8
 # where SSBD's bias applies (core.translate.translator.bias_rules; measured by `sotto bench bias`)
 BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
@@ -35,8 +37,9 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # where there is one; the CPU is unchanged); 6 — turns ``asr.verify_lines`` on (verified captions by
 # default); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's translation keeps
 # its previous words) and ``translation.partial_share`` from 0.3 to 0.2, and adds
-# ``translation.lookup``. Keys added without a version bump (a new key with its default reads an old
-# file unchanged): ``asr.encoder_seconds``,
+# ``translation.lookup``; 8 — moves the ``hotkeys`` defaults from Ctrl+Shift+S/P/O/T (Save As, a private
+# window, the bookmarks and reopen closed tab elsewhere) to Ctrl+Alt+Shift+Space/P/O/X. Keys added
+# without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
@@ -219,24 +222,27 @@ class OverlaySettings:
 
 # A key combination in Qt's portable key-sequence text (QKeySequence.PortableText): modifiers, then one
 # key. Plain keys are refused (a global binding would take that key from every program); F-keys alone
-# are allowed. Core parses no Qt: this is the subset of Qt's syntax a global hotkey can be.
+# are allowed. Core parses no Qt: this is the subset of Qt's syntax a global hotkey can be. A combination
+# a well-known program uses is refused when chosen ("refuse": core.hotkeys), and kept from a saved file.
 _HOTKEY_KEY = (r"(F([1-9]|[12][0-9]|3[0-5])|Space|Esc|Tab|Backspace|Return|Enter|Ins|Del|Pause|Print|Home|End"
                r"|Left|Up|Right|Down|PgUp|PgDown|Menu|[A-Z0-9]|[!-/:-@\[-`{-~])")
 _HOTKEY = {"pattern": re.compile(rf"^(|((Ctrl|Shift|Alt|Meta)\+)+{_HOTKEY_KEY}|F([1-9]|[12][0-9]|3[0-5]))$",
                                  re.IGNORECASE),
-           "pattern_doc": "a key combination such as Ctrl+Shift+S (modifiers and one key, or an F-key alone), "
-                          "or empty for none"}
+           "pattern_doc": "a key combination such as Ctrl+Alt+Shift+P (modifiers and one key, or an F-key alone), "
+                          "or empty for none",
+           "refuse": hotkey_refusal}
 
 
 @dataclass
 class HotkeySettings:
     """Global hotkeys of the desktop app, in Qt's portable key-sequence text ("" = off; all at once: the
-    hotkeys controller binds them again)."""
+    hotkeys controller binds them again). Ctrl+Alt+Shift with a key: no common program or desktop uses
+    these (core.hotkeys lists what they do use); Space starts and stops, as in media players."""
 
-    start: str = _setting("Ctrl+Shift+S", LIVE, **_HOTKEY)  # start or stop captions
-    pause: str = _setting("Ctrl+Shift+P", LIVE, **_HOTKEY)  # pause or resume
-    overlay: str = _setting("Ctrl+Shift+O", LIVE, **_HOTKEY)  # show or hide the captions
-    click_through: str = _setting("Ctrl+Shift+T", LIVE, **_HOTKEY)  # click-through on or off
+    start: str = _setting("Ctrl+Alt+Shift+Space", LIVE, **_HOTKEY)  # start or stop captions
+    pause: str = _setting("Ctrl+Alt+Shift+P", LIVE, **_HOTKEY)  # pause or resume
+    overlay: str = _setting("Ctrl+Alt+Shift+O", LIVE, **_HOTKEY)  # show or hide the captions
+    click_through: str = _setting("Ctrl+Alt+Shift+X", LIVE, **_HOTKEY)  # click-through on or off
 
 
 @dataclass
@@ -262,8 +268,10 @@ class Settings:
             for f in dataclasses.fields(obj):
                 _check(f"{section}.{f.name}", f, getattr(obj, f.name))
 
-    def with_value(self, key: str, value: Any) -> Settings:
-        """A copy with ``key`` (``section.name``) set, validated; the original is untouched."""
+    def with_value(self, key: str, value: Any, *, saved: bool = False) -> Settings:
+        """A copy with ``key`` (``section.name``) set, validated; the original is untouched. ``saved``: the
+        value comes from the settings file, so a hotkey a well-known program uses is kept (the user chose
+        it before it was refused) and logged rather than refused."""
         section, _, name = key.partition(".")
         if section not in _SECTIONS or not name:
             raise SettingsError(f"Unknown setting '{key}'.")
@@ -273,6 +281,11 @@ class Settings:
             raise SettingsError(f"Unknown setting '{key}'.")
         coerced = _coerce(key, fields[name], value)
         _check(key, fields[name], coerced)
+        refused = fields[name].metadata.get("refuse", lambda _: "")(coerced)
+        if refused and not saved:
+            raise SettingsError(refused)
+        if refused:
+            _log_kept(key, coerced, refused)
         new = dataclasses.replace(self, **{section: dataclasses.replace(obj, **{name: coerced})})
         return new
 
@@ -284,6 +297,11 @@ class Settings:
 
 
 _SECTIONS = ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
+
+
+@functools.cache  # once per process: every save reads the file again (_keep_unreadable)
+def _log_kept(key: str, value: str, refused: str) -> None:
+    logger.warning("keeping %s = %r as saved, although: %s", key, value, refused)
 
 Place = tuple[int, int, int, int]  # x, y, width, height
 
@@ -411,7 +429,9 @@ def check_combination(settings: Settings) -> None:
 _RETUNED: dict[int, dict[str, Any]] = {4: {"asr.min_chunk_s": 1.0, "asr.buffer_trim_s": 15.0},
                                        5: {"translation.n_gpu_layers": 0},
                                        6: {"asr.verify_lines": False},
-                                       7: {"translation.beta": 0.2, "translation.partial_share": 0.3}}
+                                       7: {"translation.beta": 0.2, "translation.partial_share": 0.3},
+                                       8: {"hotkeys.start": "Ctrl+Shift+S", "hotkeys.pause": "Ctrl+Shift+P",
+                                           "hotkeys.overlay": "Ctrl+Shift+O", "hotkeys.click_through": "Ctrl+Shift+T"}}
 
 
 def settings_path() -> Path:
@@ -458,7 +478,7 @@ def load_settings(path: Path | None = None) -> Settings:
             if f"{section}.{name}" in retuned and value == retuned[f"{section}.{name}"]:
                 continue  # an old default, saved with the file: the new default applies
             try:
-                settings = settings.with_value(f"{section}.{name}", value)
+                settings = settings.with_value(f"{section}.{name}", value, saved=True)
             except SettingsError as exc:
                 if str(exc).startswith("Unknown setting"):
                     logger.warning("ignoring unknown setting %s.%s in %s", section, name, path)

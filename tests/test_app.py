@@ -917,13 +917,15 @@ def test_the_control_windows_shortcuts_follow_the_hotkeys_bindings(qtbot, app_di
         qtbot.waitExposed(c.window)
         c.window.activateWindow()
         qtbot.waitUntil(c.window.isActiveWindow)  # shortcuts go to the active window
-        ctrl_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
-        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_shift)
+        ctrl_alt_shift = (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier
+                          | Qt.KeyboardModifier.ShiftModifier)
+        assert c.window.shortcuts["overlay"].shortcut().toString() == "Ctrl+Alt+Shift+O"
+        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_alt_shift)
         assert c.settings.overlay.visible is False  # the default binding hides the captions
         assert c.apply_setting("hotkeys.overlay", "Ctrl+Alt+K")
         assert c.window.shortcuts["overlay"].shortcut().toString() == "Ctrl+Alt+K"
         assert "(Ctrl+Alt+K)" in c.window.overlay.toolTip()
-        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_shift)  # the old keys: nothing
+        qtbot.keyClick(c.window, Qt.Key.Key_O, ctrl_alt_shift)  # the old keys: nothing
         assert c.settings.overlay.visible is False
         qtbot.keyClick(c.window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)
         assert c.settings.overlay.visible is True
@@ -931,6 +933,24 @@ def test_the_control_windows_shortcuts_follow_the_hotkeys_bindings(qtbot, app_di
         assert c.window.shortcuts["overlay"].shortcut().isEmpty() and "(" not in c.window.overlay.toolTip()
     finally:
         c.shutdown()
+
+
+def test_the_control_windows_labels_show_the_default_hotkeys(qtbot):
+    """Before the app binds the settings in force, the control window's shortcuts and tooltips are the
+    settings' defaults (derived from them, not a copy that can drift)."""
+    import dataclasses
+
+    from PySide6.QtGui import QIcon
+
+    from app.views.control import ControlWindow
+    from core.settings import HotkeySettings
+
+    window = ControlWindow(QIcon())
+    qtbot.addWidget(window)
+    defaults = dataclasses.asdict(HotkeySettings())
+    assert {a: action.shortcut().toString() for a, action in window.shortcuts.items()} == defaults
+    assert window.start.toolTip() == "Start or stop captions (Ctrl+Alt+Shift+Space)"
+    assert window.click_through.toolTip() == f"Let the mouse pass through the overlay ({defaults['click_through']})"
 
 
 def test_a_later_start_without_an_engine_check_runs_one_in_the_background_and_applies_it(qtbot, app_dirs):

@@ -171,17 +171,76 @@ def test_hotkeys_are_key_combinations_applied_live_and_refused_by_name(tmp_path:
 
     s = Settings()
     assert (s.hotkeys.start, s.hotkeys.pause, s.hotkeys.overlay, s.hotkeys.click_through) == (
-        "Ctrl+Shift+S", "Ctrl+Shift+P", "Ctrl+Shift+O", "Ctrl+Shift+T")
+        "Ctrl+Alt+Shift+Space", "Ctrl+Alt+Shift+P", "Ctrl+Alt+Shift+O", "Ctrl+Alt+Shift+X")
     assert all(applies(f"hotkeys.{name}") is LIVE for name in ("start", "pause", "overlay", "click_through"))
-    for good in ("Ctrl+Alt+K", "Meta+F5", "F9", "Ctrl+,", "ctrl+shift+pgup", ""):
+    for good in ("Ctrl+Alt+K", "Meta+F5", "F9", "Ctrl+Alt+,", "ctrl+shift+pgup", ""):
         assert s.with_value("hotkeys.overlay", good).hotkeys.overlay == good
     for bad in ("Ctrl+Bogus", "S", "Shift", "Ctrl+Shift+S, Ctrl+A", "Ctrl+"):
         with pytest.raises(SettingsError) as refused:
             s.with_value("hotkeys.overlay", bad)
-        assert str(refused.value) == (f"hotkeys.overlay must be a key combination such as Ctrl+Shift+S (modifiers "
-                                      f"and one key, or an F-key alone), or empty for none (got {bad!r}).")
+        assert str(refused.value) == (f"hotkeys.overlay must be a key combination such as Ctrl+Alt+Shift+P "
+                                      f"(modifiers and one key, or an F-key alone), or empty for none (got {bad!r}).")
     path = save_settings(s.with_value("hotkeys.start", ""), tmp_path / "settings.toml")
     assert load_settings(path).hotkeys.start == ""  # off, kept
+
+
+def test_the_default_hotkeys_are_no_well_known_programs_shortcuts():
+    """A global hotkey takes its keys from every program: the defaults are on none of the lists, and the
+    old defaults (Ctrl+Shift+S/P/O/T), like every plain Ctrl+letter and the lists' macOS shortcuts, are."""
+    import dataclasses
+
+    from core.hotkeys import WELL_KNOWN, refusal, well_known_use
+    from core.settings import HotkeySettings
+
+    defaults = dataclasses.asdict(HotkeySettings())
+    assert {action: refusal(text) for action, text in defaults.items()} == dict.fromkeys(defaults, "")
+    assert len(set(defaults.values())) == 4  # four combinations, none bound twice
+    for old in ("Ctrl+Shift+S", "Ctrl+Shift+P", "Ctrl+Shift+O", "Ctrl+Shift+T", "Ctrl+Alt+Shift+S", "Ctrl+Alt+Shift+T"):
+        assert well_known_use(old) is not None, old
+    for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        assert well_known_use(f"Ctrl+{letter}") is not None, letter
+    # in any order and case, as a settings file may hold it
+    assert well_known_use("shift+ctrl+t") == ("Ctrl+Shift+T", WELL_KNOWN["Ctrl+Shift+T"])
+    assert well_known_use("Ctrl+Alt+Shift+F") is None and well_known_use("") is None
+
+
+def test_a_hotkey_a_well_known_program_uses_is_refused_in_one_sentence():
+    s = Settings()
+    for combination, sentence in (
+        ("Ctrl+Shift+T", "Ctrl+Shift+T reopens a closed tab in web browsers; choose another combination."),
+        ("Ctrl+S", "Ctrl+S saves in nearly every program; choose another combination."),
+        ("Ctrl+Shift+P", "Ctrl+Shift+P opens a private window in Firefox and the Command Palette in VS Code; "
+                         "choose another combination."),
+        ("Ctrl+Space", "Ctrl+Space opens Spotlight on macOS (⌘Space) and completes code in VS Code and JetBrains "
+                       "IDEs; choose another combination."),
+        ("shift+k", "Shift+K types a character in every program; choose another combination."),  # a whole family
+        ("Alt+F", "Alt+F opens a menu by its underlined letter in most programs on Windows and Linux; choose "
+                  "another combination."),
+    ):
+        with pytest.raises(SettingsError) as refused:
+            s.with_value("hotkeys.pause", combination)
+        assert str(refused.value) == sentence
+    assert s == Settings()  # nothing changed
+
+
+def test_a_file_with_the_old_default_hotkeys_takes_the_new_ones_and_keeps_a_users_choice(tmp_path: Path, caplog):
+    path = tmp_path / "settings.toml"
+    path.write_text('version = 7\n[hotkeys]\nstart = "Ctrl+Shift+S"\npause = "Ctrl+Shift+P"\n'
+                    'overlay = "Ctrl+Shift+O"\nclick_through = "Ctrl+Shift+T"\n', encoding="utf-8")
+    assert load_settings(path).hotkeys == Settings().hotkeys  # the old defaults, saved with the file
+    # chosen by the user: kept, also a combination now refused (it is logged, and saved again as it is)
+    path.write_text('version = 7\n[hotkeys]\nstart = ""\npause = "Ctrl+Alt+K"\noverlay = "Ctrl+Shift+S"\n'
+                    'click_through = "Ctrl+Shift+T"\n', encoding="utf-8")
+    with caplog.at_level("WARNING", logger="sotto"):
+        loaded = load_settings(path)
+    assert (loaded.hotkeys.start, loaded.hotkeys.pause, loaded.hotkeys.overlay) == ("", "Ctrl+Alt+K", "Ctrl+Shift+S")
+    assert loaded.hotkeys.click_through == "Ctrl+Alt+Shift+X"  # the old default: moved
+    assert "keeping hotkeys.overlay = 'Ctrl+Shift+S' as saved" in caplog.text
+    save_settings(loaded, path)
+    assert f"version = {SETTINGS_VERSION}" in path.read_text(encoding="utf-8")
+    assert load_settings(path) == loaded
+    path.write_text('version = 8\n[hotkeys]\nclick_through = "Ctrl+Shift+T"\n', encoding="utf-8")
+    assert load_settings(path).hotkeys.click_through == "Ctrl+Shift+T"  # saved after the change: the user's
 
 
 def test_settings_read_at_session_start_are_marked_next_start():

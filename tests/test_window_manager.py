@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, require_tool, wait_for
 
-CONFLICT = "Ctrl+Shift+S is already used by another program; choose another in Settings › Hotkeys."
+CONFLICT = "Ctrl+Alt+Shift+Space is already used by another program; choose another in Settings › Hotkeys."
 
 # The desktop app as `sotto app` runs it, without preloading the models; it prints what the tests read
 # (the bindings' problems, the control window's message, each hotkey handled) and takes commands on stdin.
@@ -143,7 +143,8 @@ TARGET = textwrap.dedent("""
     sys.exit(app.exec())
 """)
 
-# Another client that grabs Ctrl+Shift+S on the root window (with the lock variants) and keeps it.
+# Another client that grabs Ctrl+Alt+Shift+Space (Start's default) on the root window (with the lock variants)
+# and keeps it.
 GRABBER = textwrap.dedent("""
     import ctypes, ctypes.util, sys
     x = ctypes.CDLL(ctypes.util.find_library("X11"))
@@ -155,9 +156,9 @@ GRABBER = textwrap.dedent("""
                            ctypes.c_int, ctypes.c_int, ctypes.c_int]
     x.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
     d = x.XOpenDisplay(None)
-    code = x.XKeysymToKeycode(d, ord("s"))
+    code = x.XKeysymToKeycode(d, ord(" "))
     for lock in (0, 2, 16, 18):
-        x.XGrabKey(d, code, 1 | 4 | lock, x.XDefaultRootWindow(d), 0, 1, 1)
+        x.XGrabKey(d, code, 1 | 4 | 8 | lock, x.XDefaultRootWindow(d), 0, 1, 1)  # Shift, Control, Mod1 (Alt)
     x.XSync(d, 0)
     print("GRABBED", flush=True)
     sys.stdin.read()
@@ -327,12 +328,12 @@ def test_a_global_hotkey_toggles_the_overlay_while_another_window_has_focus(desk
         other = _window(env, "sotto-wm-target")
         _focus(env, other)
         seen = len(app.lines)
-        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+o")
+        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+o")
         assert app.wait_line("HOTKEY", after=seen) == "HOTKEY overlay"
-        wait_for(lambda: not _mapped(env, overlay), 10, "the overlay to be hidden by Ctrl+Shift+O")
+        wait_for(lambda: not _mapped(env, overlay), 10, "the overlay to be hidden by Ctrl+Alt+Shift+O")
         assert int(_x(env, "xdotool", "getwindowfocus").strip()) == other  # the other program kept the focus
-        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+o")
-        wait_for(lambda: _mapped(env, overlay), 10, "the overlay to be shown again by Ctrl+Shift+O")
+        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+o")
+        wait_for(lambda: _mapped(env, overlay), 10, "the overlay to be shown again by Ctrl+Alt+Shift+O")
         assert int(_x(env, "xdotool", "getwindowfocus").strip()) == other
 
         # rebound in the settings, live: the old combination is released, the new one works
@@ -346,9 +347,9 @@ def test_a_global_hotkey_toggles_the_overlay_while_another_window_has_focus(desk
         seen = len(app.lines)
         app.send("hotkeys.pause Ctrl+Bogus")
         ok, message, value = json.loads(app.wait_line("APPLIED", after=seen)[len("APPLIED "):])
-        assert not ok and value == "Ctrl+Shift+P"
-        assert message == ("hotkeys.pause must be a key combination such as Ctrl+Shift+S (modifiers and one key, "
-                           "or an F-key alone), or empty for none (got 'Ctrl+Bogus').")
+        assert not ok and value == "Ctrl+Alt+Shift+P"
+        assert message == ("hotkeys.pause must be a key combination such as Ctrl+Alt+Shift+P (modifiers and one "
+                           "key, or an F-key alone), or empty for none (got 'Ctrl+Bogus').")
     finally:
         app.stop()
     assert app.proc.returncode == 0, app.lines
@@ -395,7 +396,7 @@ def test_the_overlay_stays_above_another_window_and_takes_its_clicks(desktop, ta
         # click-through on by its global hotkey while the other window has focus: still shown, still above
         _focus(env, other)
         seen = len(app.lines)
-        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+t")
+        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+x")
         assert app.wait_line("HOTKEY", after=seen) == "HOTKEY click_through"
         wait_for(lambda: _mapped(env, overlay), 10, "the overlay shown again after its flags changed")
         _focus(env, other)
@@ -450,7 +451,7 @@ def test_click_through_lets_a_click_reach_the_window_below(desktop, target, tmp_
         overlay, other, on, beside = _over_target(env)
         _focus(env, other)
         seen = len(app.lines)
-        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+t")
+        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+x")
         assert app.wait_line("HOTKEY", after=seen) == "HOTKEY click_through"
         wait_for(lambda: _mapped(env, overlay), 10, "the overlay shown again after its flags changed")
         _focus(env, other)
@@ -480,8 +481,8 @@ def test_a_binding_another_program_holds_is_reported_and_the_others_work(desktop
             _screenshot(app, logs, "wm-5-a-hotkey-another-program-holds")
             _focus(env, _window(env, "sotto-wm-target"))
             seen = len(app.lines)
-            _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+s")  # goes to the other program
-            _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+o")
+            _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+space")  # goes to the other program
+            _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+o")
             assert app.wait_line("HOTKEY", after=seen) == "HOTKEY overlay"  # the first press Sotto saw
             wait_for(lambda: not _mapped(env, overlay), 10, "the overlay hidden by a binding that works")
         finally:
@@ -501,10 +502,10 @@ def test_settings_records_a_new_hotkey_which_works_at_once(desktop, target, tmp_
         app.send("record overlay")
         app.wait_line("RECORDING True")  # the box has the focus: the global hotkeys are released ...
         seen = len(app.lines)
-        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+s")  # ... so this is recorded, not Start
-        assert app.wait_line("SET", after=seen) == "SET hotkeys.overlay Ctrl+Shift+S"
+        _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+shift+space")  # ... so this is recorded, not Start
+        assert app.wait_line("SET", after=seen) == "SET hotkeys.overlay Ctrl+Alt+Shift+Space"
         _screenshot(app, logs, "wm-4-settings-records-a-hotkey")
-        # recorded again, as Ctrl+Alt+J (Ctrl+Shift+S is Start's)
+        # recorded again, as Ctrl+Alt+J (Ctrl+Alt+Shift+Space is Start's)
         seen = len(app.lines)
         app.send("record overlay")
         _x(env, "xdotool", "key", "--clearmodifiers", "ctrl+alt+j")
@@ -606,18 +607,33 @@ def test_key_combinations_map_to_each_platforms_codes(qapp):
     from app.hotkeys import HotkeysUnavailable
     from app.hotkeys.portal import PortalHotkeys, shortcut_list
 
-    try:  # PySide6 6.11 cannot marshal BindShortcuts' a(sa{sv}): the portal backend must say so, not crash
+    # The PySide6 of requirements.lock (6.11) cannot marshal BindShortcuts' a(sa{sv}): the portal backend says
+    # so in a sentence, before it opens a session, rather than crash or bind nothing silently. A PySide6 that
+    # can fails this: then the backend's BindShortcuts call is to be tried on a Wayland desktop.
+    unable = "PySide6's QtDBus cannot build the portal's list of shortcuts, a(sa{sv})"
+    with pytest.raises(HotkeysUnavailable) as refused:
         shortcut_list(QtDBus, {"start": s})
-    except HotkeysUnavailable as exc:
-        assert str(exc) == "PySide6's QtDBus cannot build the portal's list of shortcuts, a(sa{sv})"
-        with pytest.raises(HotkeysUnavailable):
-            PortalHotkeys()
+    assert str(refused.value) == unable
+    with pytest.raises(HotkeysUnavailable) as refused:
+        PortalHotkeys()
+    assert str(refused.value) == unable
     assert (virtual_key(s), win_flags(s)) == (ord("S"), MOD_NOREPEAT | MOD_CONTROL | MOD_SHIFT)
     assert virtual_key(parse_chord("Meta+F1")) == 0x70 and win_flags(parse_chord("Meta+F1")) & MOD_WIN
     assert virtual_key(parse_chord("Ctrl+F30")) is None  # Windows stops at F24
     assert (key_code(s), mac_flags(s)) == (0x01, CMD_KEY | SHIFT_KEY)  # Qt's Ctrl is ⌘ on macOS
     assert key_code(parse_chord("Meta+O")) == 0x1F and mac_flags(parse_chord("Meta+O")) == CONTROL_KEY
     assert key_code(parse_chord("Ctrl+F1")) == 0x7A and key_code(parse_chord("Ctrl+Left")) == 0x7B
+
+
+def test_the_well_known_shortcuts_are_written_as_qt_writes_them(qapp):
+    """A refusal names the combination as Settings › Hotkeys shows it: each entry of core.hotkeys' list is Qt's
+    own portable text, and core writes a family's member (Shift+K) in Qt's order too."""
+    from app.hotkeys import parse_chord
+    from core.hotkeys import WELL_KNOWN, combination, written
+
+    assert [text for text in WELL_KNOWN if parse_chord(text).text != text] == []
+    chord = parse_chord("Shift+Meta+Alt+Ctrl+K")
+    assert written(*combination(chord.text)) == chord.text
 
 
 @pytest.mark.qt
@@ -645,14 +661,19 @@ def test_without_a_backend_the_app_says_so_once_and_the_hotkeys_tab_applies_live
                 "while a Sotto window has focus.") in controller.window.message.text()
         panel = controller.show_settings()
         edit = panel.hotkey_edits["overlay"]
-        assert edit.keySequence().toString() == "Ctrl+Shift+O"
+        assert edit.keySequence().toString() == "Ctrl+Alt+Shift+O"
         with qtbot.waitSignal(panel.change_requested) as changed:
             panel.findChild(QPushButton, "hotkeyClear_overlay").click()
         assert changed.args == ["hotkeys.overlay", ""]
         assert controller.settings.hotkeys.overlay == ""
         assert not controller.apply_setting("hotkeys.start", "Ctrl+Bogus")
         assert "hotkeys.start must be a key combination" in panel.message.text()
-        assert panel.hotkey_edits["start"].keySequence().toString() == "Ctrl+Shift+S"  # snapped back
+        assert panel.hotkey_edits["start"].keySequence().toString() == "Ctrl+Alt+Shift+Space"  # snapped back
+        # a combination a well-known program uses: refused in one sentence, the box snaps back
+        assert not controller.apply_setting("hotkeys.start", "Ctrl+Shift+T")
+        assert panel.message.text() == "Ctrl+Shift+T reopens a closed tab in web browsers; choose another combination."
+        assert panel.hotkey_edits["start"].keySequence().toString() == "Ctrl+Alt+Shift+Space"
+        assert controller.settings.hotkeys.start == "Ctrl+Alt+Shift+Space"
 
         # with a backend, a binding it refuses shows under its row, and a press arrives queued
         backend = Refusing()
@@ -663,7 +684,7 @@ def test_without_a_backend_the_app_says_so_once_and_the_hotkeys_tab_applies_live
         hk.start()
         assert set(backend.bound) == {"start", "pause", "click_through"}  # overlay was cleared: off
         assert panel.hotkey_problem("pause") == (
-            "Ctrl+Shift+P is already used by another program; choose another in Settings › Hotkeys.")
+            "Ctrl+Alt+Shift+P is already used by another program; choose another in Settings › Hotkeys.")
         assert panel.hotkey_problem("start") == ""
         assert controller.apply_setting("hotkeys.pause", "Ctrl+Alt+P")  # rebinding applies live
         assert backend.bound["pause"].text == "Ctrl+Alt+P"

@@ -1,7 +1,7 @@
 """Global hotkeys: key combinations that reach Sotto while another program has focus.
 
 :class:`GlobalHotkeys` picks the backend of the platform the app runs on and binds the four actions
-(:data:`ACTIONS`) to key combinations written in Qt's portable key-sequence text ("Ctrl+Shift+S").
+(:data:`ACTIONS`) to key combinations written in Qt's portable key-sequence text ("Ctrl+Alt+Shift+P").
 Each backend turns a :class:`Chord` into the platform's own key code and modifiers:
 
 - :mod:`.x11`: ``XGrabKey`` on the root window through libX11 (tested under Xvfb and openbox);

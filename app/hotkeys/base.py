@@ -85,12 +85,12 @@ def parse_chord(text: str) -> Chord | None:
         return None
     seq = QKeySequence.fromString(text, QKeySequence.SequenceFormat.PortableText)
     if seq.count() != 1:
-        raise ValueError(f"{text!r} is not one key combination; write it like Ctrl+Shift+S.")
+        raise ValueError(f"{text!r} is not one key combination; write it like Ctrl+Alt+Shift+P.")
     combo = seq[0]
     key = combo.key().value
     held = combo.keyboardModifiers()
     if key == Qt.Key.Key_unknown.value or Qt.Key.Key_Shift.value <= key <= Qt.Key.Key_ScrollLock.value:
-        raise ValueError(f"{text!r} is not a key combination Qt can read; write it like Ctrl+Shift+S.")
+        raise ValueError(f"{text!r} is not a key combination Qt can read; write it like Ctrl+Alt+Shift+P.")
     modifiers = frozenset(name for name, flag in _QT_MODIFIERS.items() if held & flag)
     return Chord(modifiers, key, seq.toString(QKeySequence.SequenceFormat.PortableText))
 

@@ -3,7 +3,8 @@
 (still shipped, also on Apple silicon) and not run here. It needs no Accessibility permission.
 
 Qt's "Ctrl" is the Command key on macOS and its "Meta" the Control key; the mapping follows Qt, so
-the default Ctrl+Shift+S is ⌘⇧S, as in a Qt shortcut.
+the default Ctrl+Alt+Shift+P is ⌥⇧⌘P, as in a Qt shortcut (core.hotkeys lists the macOS system
+shortcuts in Qt's names).
 """
 
 from __future__ import annotations

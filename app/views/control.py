@@ -3,6 +3,8 @@ settings, history. :mod:`app.controllers.app` decides what the buttons do and wh
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import (
@@ -20,15 +22,11 @@ from PySide6.QtWidgets import (
 
 from core.session.pipeline import MessageLevel
 from core.session.service import ServiceState
+from core.settings import HotkeySettings
 
 from .widgets import show_fraction
 
-HOTKEYS = {
-    "start": "Ctrl+Shift+S",
-    "pause": "Ctrl+Shift+P",
-    "overlay": "Ctrl+Shift+O",
-    "click_through": "Ctrl+Shift+T",
-}
+HOTKEYS = dataclasses.asdict(HotkeySettings())  # the defaults, until the app binds the settings in force
 
 MESSAGE_STYLES = {MessageLevel.ERROR: "color: #c0392b;", MessageLevel.WARNING: "color: #b9770e;"}
 STATE_WORDS = {ServiceState.IDLE: "Ready", ServiceState.LOADING: "Preparing…", ServiceState.RUNNING: "Captioning",
