@@ -165,8 +165,8 @@ class TerminalDisplay:
                 live.append(_fit(_said(line.sentence), width))
             for partial in view.partials:
                 label = f"{speaker_label(partial.speaker)}: " if partial.speaker else ""
-                for text in partial.held:  # finished, waiting for verification: replaced in place
-                    live.append(_fit(label + text, width))
+                for text in partial.held:  # finished, waiting for verification (provisional): replaced in place
+                    live.append(DIM + _fit(label + text, width) + RESET)
                 committed, tentative = partial.committed, partial.shown_tentative
                 if committed or tentative:
                     text = _fit((label + committed + " " + tentative).strip(), width)

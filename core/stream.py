@@ -56,6 +56,9 @@ class Sentence:
     start: float  # seconds of its stream's audio (each stream counts its own samples)
     end: float
     speaker: str = ""
+    # where lines are verified (core.asr.verified): True for the verifier's words, False for a line kept as
+    # the drafter heard it (Stop came first, or the verifier failed or looped); None where nothing verifies
+    verified: bool | None = None
 
 
 @dataclass
@@ -85,6 +88,8 @@ class TranscriptUpdate:
     rather than cut off mid-speech. ``held``: lines the streaming model finished that wait
     for their verification (:mod:`core.asr.verified`); they are shown as lines of their own,
     replaced in place once verified, and are part of the partial sentence for translation.
+    ``drafts``: the lines of this stream are verified, so its held lines and the committed start
+    of its partial line are drafts that verification may still replace.
     """
 
     sentences: list[Sentence]
@@ -98,6 +103,7 @@ class TranscriptUpdate:
     paused: bool = False
     tentative_words: tuple[Word, ...] = ()
     held: tuple[str, ...] = ()
+    drafts: bool = False
 
     @property
     def partial(self) -> str:
@@ -147,6 +153,7 @@ class PartialLine:
     hidden_tokens: int = 0  # tentative source tokens hidden by mask-k
     speaker: str = ""
     held: tuple[str, ...] = ()  # finished lines waiting for verification, each shown as a line of its own
+    drafts: bool = False  # held lines and ``committed`` may still be replaced by verification
 
     @property
     def shown_source(self) -> str:

@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.session.history import HistoryEntry, HistorySession
+from core.session.history import UNVERIFIED_NOTE, HistoryEntry, HistorySession
 from core.stream import speaker_label
 
 _NAME = Qt.ItemDataRole.UserRole  # where a session item keeps its folder name
+UNVERIFIED_TIP = ("Not verified: captioning stopped (or the verifier failed) before this line was checked, "
+                  "so it is kept as first heard.")
 
 
 def _stamp(seconds: float) -> str:
@@ -118,8 +120,16 @@ class HistoryWindow(QWidget):
         for row, e in enumerate(entries):
             self.table.setItem(row, 0, QTableWidgetItem(_stamp(e.start)))
             said = f"{speaker_label(e.speaker)}: {e.source}" if e.speaker else e.source
-            self.table.setItem(row, 1, QTableWidgetItem(said))
-            self.table.setItem(row, 2, QTableWidgetItem(e.translation or ""))
+            source, translation = QTableWidgetItem(said), QTableWidgetItem(e.translation or "")
+            if e.verified is False:  # kept as first heard: italic, with the note and why on hover
+                source.setText(f"{said} {UNVERIFIED_NOTE}")
+                for item in (source, translation):
+                    font = item.font()
+                    font.setItalic(True)
+                    item.setFont(font)
+                    item.setToolTip(UNVERIFIED_TIP)
+            self.table.setItem(row, 1, source)
+            self.table.setItem(row, 2, translation)
         self.table.resizeRowsToContents()
         self.show_status(note)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from core.text import CJK_CHAR
 
-# HELD: a finished line waiting for its verification (core.asr.verified), drawn as committed text; it may
+# HELD: a draft waiting for its verification (core.asr.verified), drawn dimmed in the committed font; it may
 # still be replaced once, in place, by its verified words
 COMMITTED, HELD, TENTATIVE = "committed", "held", "tentative"
 

@@ -8,9 +8,13 @@ unconfirmed tail of the unfinished line (and the partial translation) is drawn
 in the tentative colour and italic. Lines are wrapped greedily (see
 :mod:`app.views.layout`), so an update never reflows committed lines.
 
-In reading mode (``overlay.reading_mode``) only finished words are shown: the committed part
-of the speech and the frozen translations, never a word that may still change (so not a finished
-line while it waits for its verification, which the other mode shows as a line of its own). The translation
+A finished line that waits for its verification (and, while lines are verified, the committed
+start of the line being spoken, also a draft) is drawn dimmed in the text colour: provisional,
+replaced once, in place, by its verified words, which are solid.
+
+In reading mode (``overlay.reading_mode``) only words that will not change are shown: finished
+lines (verified, where lines are verified) and the frozen translations; the committed part of the
+line being spoken only where nothing verifies it. The translation
 may have a size of its own (``overlay.translation_font_size``), and the text an outline or a
 shadow (``overlay.outline``) so it stays readable over bright video and in screen recordings.
 
@@ -32,6 +36,7 @@ from .layout import COMMITTED, HELD, TENTATIVE, VisualLine, line_text, wrap_para
 
 PADDING = 14
 TRACK_GAP = 6
+HELD_ALPHA = 0.6  # a held line's opacity against committed text
 
 
 
@@ -181,11 +186,15 @@ class CaptionOverlay(QWidget):
             return []
         paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
                       for line in self._lines(view)]
+        reading = self.look.reading_mode
         for p in self._partials(view):
-            if not self.look.reading_mode:  # a held line may still change when it is verified
+            if not reading:  # a held line may still change when it is verified
                 paragraphs += [[(_label(p.speaker) + text.strip(), HELD)] for text in p.held if text.strip()]
-            tentative = "" if self.look.reading_mode else p.shown_tentative.strip()
-            partial = [(p.committed.strip(), COMMITTED), (tentative, TENTATIVE)]
+            # where lines are verified, the partial line's committed words are drafts too: provisional
+            # like the held lines, and not in reading mode, which shows only words that will not change
+            committed = "" if reading and p.drafts else p.committed.strip()
+            tentative = "" if reading else p.shown_tentative.strip()
+            partial = [(committed, HELD if p.drafts else COMMITTED), (tentative, TENTATIVE)]
             if any(text for text, _ in partial):
                 paragraphs.append([(_label(p.speaker).rstrip(), COMMITTED), *partial] if p.speaker else partial)
         return paragraphs
@@ -274,14 +283,25 @@ class CaptionOverlay(QWidget):
                 x = float(PADDING)
                 for run in line:
                     font, metrics = tentative_style if run.style == TENTATIVE else solid
-                    pen = QColor(self.look.tentative_color if run.style == TENTATIVE else colour)
-                    self._draw_text(painter, x, y + ascent, run.text, font, pen)
+                    self._draw_text(painter, x, y + ascent, run.text, font, self.pen_colour(run.style, colour))
                     x += metrics.horizontalAdvance(run.text)
                 y += spacing
             if lines:
                 y += TRACK_GAP
         painter.end()
         self._record(src, tr)
+
+    def pen_colour(self, style: str, colour: str) -> QColor:
+        """The colour of a run of ``style`` on a track whose text is ``colour``: the tentative colour for
+        unconfirmed words; for a held line (a draft waiting for its verification) the text colour,
+        dimmed, upright and in the same font, so that it reads as provisional and its verified words
+        replace it without moving anything; the text colour for committed words."""
+        if style == TENTATIVE:
+            return QColor(self.look.tentative_color)
+        pen = QColor(colour)
+        if style == HELD:
+            pen.setAlphaF(pen.alphaF() * HELD_ALPHA)
+        return pen
 
     def _draw_text(self, painter: QPainter, x: float, baseline: float, text: str, font: QFont, colour: QColor) -> None:
         """``text`` at (x, baseline), plain, with a dark outline, or with a drop shadow."""

@@ -356,3 +356,8 @@ class StreamingTranscriber:
     def audio_time(self) -> float:
         """Seconds of audio received."""
         return self._received
+
+    @property
+    def lines_finished(self) -> int:
+        """How many lines (sentences) it has finished so far."""
+        return self._sentences_done

@@ -12,74 +12,33 @@ line that is committed, journalled, exported and translated. Until then the draf
 screen as a line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in
 place, when it is verified: the partial line under it does not move.
 
-Why this shape (measured in issue #29 on the shared 231 s reading and 16 clips, tiny.en drafting,
-base verifying in int8): the line alone lacks context (WER 9.1%, worse than tiny.en streaming's
-8.4%); a line verified the moment the drafter finishes it ends mid-word and the verifier invents
-an ending; with the context, a second of audio after the line and the cut at the drafter's last
-word, verified lines reach 6.3% (clips 5.6%, base offline 6.3%). How much context
-(``context_s``; whole verified lines are taken until it is reached, so 2 s is in practice the line
-before), measured on a 2-core AVX-512 EPYC in fast mode (`sotto bench verified`, the reading / the
-clips' mean / base's decoding seconds per audio-s; base offline on the clips 5.61%): 6 s 6.45% /
-6.50% / 0.128, 4 s 6.27% / 6.86% / 0.112, 3 s 6.79% / 6.86% / 0.113, 2.5 s 6.27% / 6.44% / 0.085,
-**2 s 6.10% / 6.44% / 0.084**, 1.5 s 6.27% / 6.76% / 0.082, none 8.01% / 9.94% / 0.077; with AVX2
-kernels 6 s 6.10% / 6.51% / 0.168 and 2 s 6.45% / 6.46% / 0.108 (base offline 6.59%). So 2 s (6 s
-until the eighth session of issue #29): a third less decoding, as accurate. How long to wait
-after the line (fast mode, the reading / the 16 clips' mean WER, with 6 s of context): 0.4 s 6.6%
-/ 5.70%, 0.5 s 9.6% / 5.82%, 0.6 s 5.8% / 5.66%, 0.7 s 5.9% / 5.76%, 0.8 s 7.0% / 5.86%, 1.0 s
-6.5% / 5.70%: the reading swings by a line or two either way, the clips
-hardly move; 0.7 s commits a line 0.3 s sooner than 1.0 s without losing accuracy on either.
+Why this shape: a line decoded alone lacks context (worse than the drafter streaming), and a line
+verified the moment the drafter finishes it ends mid-word, so the verifier invents an ending; the
+line before as context, a little audio after the line and the cut at the drafter's last word fix
+both. The context takes whole verified lines until ``context_s`` (so in practice the line before),
+never reaches back over a pause of ``pause_s`` (after one, a line is decoded from ``preroll_s``
+before it), and after a shorter pause takes at least the line before (a silence alone is no
+context). The drafter's window is trimmed sooner (``drafter_trim_s``): its words are drafts, and
+shorter windows cost less. A step that verifies a line held since an earlier step does not also
+decode the drafter's window (``process``): the verifier has just read the newest audio, and the
+drafter decodes at the next step with the new audio of both. The figures behind these choices are
+`sotto bench verified`'s and `sotto bench live`'s (docs/BENCHMARKS.md).
 
-The drafter's words are drafts, so its window is trimmed at a line end beyond ``drafter_trim_s``
-(5 s) instead of the 8 s tiny.en keeps when it streams alone: its decodes read shorter windows and
-cost 13% less (`sotto bench verified` against `--drafter-trim 8`: 0.105 against 0.121 s per audio-s),
-with the verified lines as accurate (clips 5.55% against 5.60%; the reading 6.6% against 5.9%, a few
-words that move with the audio's alignment: 37 wrong words with either when it is shifted by 0.13 s).
+What is promised: every line committed as verified (``Sentence.verified``) is a contiguous run of
+the verifier's own greedy words for the audio it decoded and the prompt it was given
+(:class:`VerifiedLine` keeps both, so a test decodes them again). Where the verifier's decode holds
+no words at all, or falls into a loop (dashes, dots, a phrase over and over) before the line's last
+word, the drafter's line is committed instead, marked unverified and counted as a fallback; a loop
+after the line's words leaves them verified. Where the decode holds words but none new in the line
+(the words were verified with the line before, or the verifier heard none where the drafter heard
+the line), nothing is committed for the line (:attr:`LineVerifier.dropped`): that is the verifier's
+greedy output, and committing the drafter's line there commits junk or a line twice.
 
-A line after a pause (or the first of a stream) has no verified lines before it, so its decode
-would read only the preroll, the line and the lookahead: a short line gave Whisper 3 s of audio,
-and base heard a clip's first words differently from how it heard them with the rest of the clip
-("Stuffed into you" for "Stuff it into you" with 3.0 of 3.3 s). Such a line could wait until its
-decode reads ``min_window_s``. Measured on the 16 clips (mean WER verified against base offline,
-fast mode): with AVX2 kernels 7.85% / 4.83% without the wait, 3 s 7.92%, 4 s 6.08%, 5 s 6.38%, 6 s
-6.18%; with this machine's AVX-512 kernels 5.60% / 5.19% without, 5.56% with 3 or 4 s; the reading,
-where lines follow one another, unchanged. Off by default (0): the one live run with 4 s (`sotto
-bench live`, in real time with translation) gave the reading 6.3% and 8.9% in its two rounds,
-against 5.8% and 5.9% without it the same day; three more live rounds (6.1%, 6.6%, 5.9%) showed no
-outlier, and its gains come from clips shorter than the wait, which are then decoded whole at the end.
-What a line after a pause shorter than ``pause_s`` gets instead is the line before it as context,
-with the pause between them: mfa_acoustic_corpus's "And that should be all" (after 1.9 s of
-silence) was heard as "and I'll see you all" from the 3.2 s that began 0.6 s before it, and as said with the line
-before. ``pause_s`` 3 s instead of 1.5 s (fast mode, `sotto bench verified`): the clips' mean 6.44%
-→ 6.13% (base offline 5.61%), mfa_acoustic_corpus 18.6% → 13.6%, every other recording's words
-the same (6 s and no limit: the same again); with AVX2 kernels the clips 6.46% → 6.39% (base
-offline 6.59%; the sonnet a word better, mfa_cold_corpus one worse), the reading unchanged. The
-context takes at least the line before (after a pause shorter than ``pause_s``): a silence of 2 s or
-more alone would otherwise count as ``context_s``.
-
-A step that verifies a line held since an earlier step does not also decode the drafter's window
-(``process``): the verifier's decode has just read the newest audio, and the drafter decodes at the
-next step with the new audio of both, so each line costs one drafter decode fewer. On the reading
-in fast mode 411 drafter decodes instead of 463 and 6% less CPU for both models together (`sotto
-bench verified`: the reading's verified words as before, the clips 5.85% against 6.03%); live, the
-default's CPU-s per audio-s 1.07–1.15× of tiny.en + translation's over seven rounds in three runs
-(median 1.11×, 1.16× before; issue #29 asks at most 1.15×), for first seen +0.08, +0.01 and −0.03 s
-(tiny.en's newest words wait one step more where a verification takes theirs). A line the
-drafter finishes late enough to be verified at once is verified with that decode, and the decode
-that settles a line when the speaker pauses is not put off.
-
-What is promised: every committed line is a contiguous run of the verifier's own greedy words for
-the audio it decoded and the prompt it was given (:class:`VerifiedLine` keeps both, so a test
-decodes them again); where the verifier's decode holds no words at all, or falls into a loop
-(dashes, dots, a phrase over and over) before the line's last word, the drafter's line is committed
-instead and counted as a fallback. A loop after the line's words leaves them verified (the sonnet of
-the shared clips: "feats thy light's flame …, making a fa - - - …" verifies a line the drafter heard
-as "feet by light's flame"). Where the decode holds words but none new in the line (the words were
-verified with the line before, or the verifier heard none where the drafter heard the line, though
-its decode read the line and what followed it), nothing is committed for the line
-(:attr:`LineVerifier.dropped`): that is the verifier's greedy output. Committing the drafter's line
-there, as before, committed mfa_cold_corpus's last line "x." (base: "… Alright, thanks." and
-nothing after) and, with AVX2 kernels, mfa_acoustic_corpus's "We're just saying some words." a
-second time.
+Nothing the drafter finished is lost: a line leaves the held ones only when it is committed or
+dropped. A quick Stop (:meth:`LineVerifier.abort`) never waits for the verifier: the lines still
+held, the one being verified among them, are committed as the drafter heard them and marked
+unverified (``verified=False``), as is a line whose verification fails (the first failure is told
+in one sentence). A pause (``finish`` without a drafter decode) verifies the held lines.
 """
 
 from __future__ import annotations
@@ -88,6 +47,7 @@ import dataclasses
 import difflib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,6 +55,7 @@ import numpy as np
 from .. import logger
 from ..audio.convert import SAMPLE_RATE
 from ..audio.window import AudioWindow
+from ..errors import Interrupted
 from ..stream import Sentence, TranscriptUpdate, Word
 from .streaming import StreamingOptions, StreamingTranscriber, degenerate, prompt_from, push_pieces
 
@@ -272,10 +233,12 @@ class LineVerifier:
     other attributes are the wrapped transcriber's.
     """
 
-    def __init__(self, transcriber: StreamingTranscriber, engine, options: VerifyOptions | None = None) -> None:
+    def __init__(self, transcriber: StreamingTranscriber, engine, options: VerifyOptions | None = None,
+                 on_problem: Callable[[str], None] | None = None) -> None:
         self.transcriber = transcriber
         self.engine = engine
         self.verify_options = options or VerifyOptions()
+        self._on_problem = on_problem  # told once, in one sentence, when the verifier fails
         self._audio = AudioWindow(self.verify_options.keep_s)
         self._received = 0.0
         self._pending: list[_Pending] = []
@@ -287,10 +250,17 @@ class LineVerifier:
         self.lines: list[VerifiedLine] = []
         self.dropped: list[VerifiedLine] = []  # drafter's lines the verifier heard nothing new in (none committed)
         self.fallbacks = 0
+        self.unverified = 0  # lines committed as the drafter heard them (Stop, a verifier failure, a fallback)
+        self.failures = 0  # verifier decodes that failed (an error, not a stop)
         self.verify_seconds = 0.0
 
     def __getattr__(self, name: str):
         return getattr(self.transcriber, name)
+
+    @property
+    def held(self) -> tuple[str, ...]:
+        """The drafter's finished lines not yet committed nor dropped (the one being verified first)."""
+        return tuple(p.sentence.text for p in self._pending)
 
     # -- the transcriber's interface ------------------------------------------------------------
     def insert_audio(self, chunk: np.ndarray) -> None:
@@ -315,8 +285,11 @@ class LineVerifier:
         return push_pieces(self, chunk)
 
     def finish(self, decode: bool = True) -> TranscriptUpdate:
+        """End of stream (or a pause): the drafter commits its unfinished line (decoding what is left
+        unless ``decode`` is False) and every held line is verified now, except after :meth:`abort`
+        (a quick Stop), when each is committed as the drafter heard it, marked unverified."""
         update = self.transcriber.finish(decode)
-        result = self._after(update, final=True, verify=decode)
+        result = self._after(update, final=True)
         assert result is not None
         return result
 
@@ -324,7 +297,7 @@ class LineVerifier:
         self.transcriber.abort()
 
     # -- verification ---------------------------------------------------------------------------
-    def _after(self, update: TranscriptUpdate | None, final: bool, verify: bool = True) -> TranscriptUpdate | None:
+    def _after(self, update: TranscriptUpdate | None, final: bool) -> TranscriptUpdate | None:
         if update is not None:
             self._last_update = update
             for s in update.sentences:
@@ -333,9 +306,21 @@ class LineVerifier:
         done: list[Sentence] = []
         held = len(self._pending)
         while self._pending and (final or self._ready(self._pending[0].sentence)):
-            pending = self._pending.pop(0)
-            sentence = self._verify(pending) if verify and not self.transcriber.aborted.is_set() \
-                else self._as_drafted(pending)
+            # a line leaves the held ones only once it is committed (or dropped): a Stop that interrupts
+            # its verification leaves it held, and finish() then commits it as the drafter heard it
+            pending = self._pending[0]
+            if self.transcriber.aborted.is_set():
+                sentence = self._as_drafted(pending)
+            else:
+                try:
+                    sentence = self._verify(pending)
+                except Interrupted:
+                    if not final:
+                        break
+                    sentence = self._as_drafted(pending)  # the end of the stream: nothing stays held
+                except Exception as exc:  # a failing verifier must not lose the line
+                    sentence = self._after_failure(pending, exc)
+            self._pending.pop(0)
             if sentence is not None:
                 done.append(sentence)
         if update is None and len(self._pending) == held:  # nothing decoded, no held line verified
@@ -349,7 +334,17 @@ class LineVerifier:
                                 final=final or (update is not None and update.final), speaker=base.speaker,
                                 paused=update.paused if update is not None else False,
                                 tentative_words=base.tentative_words,
-                                held=tuple(p.sentence.text for p in self._pending))
+                                held=tuple(p.sentence.text for p in self._pending), drafts=True)
+
+    def _after_failure(self, pending: _Pending, exc: Exception) -> Sentence:
+        """A verifier decode failed (out of memory, a broken model): the line is committed as the
+        drafter heard it, marked unverified, and the first failure is told in one sentence."""
+        self.failures += 1
+        logger.error("verifier failed on the line %r: %s", pending.sentence.text, exc, exc_info=True)
+        if self.failures == 1 and self._on_problem is not None:
+            self._on_problem(f"The speech verifier failed ({exc}); lines it cannot check are kept as first "
+                             "heard and marked unverified.")
+        return self._as_drafted(pending)
 
     def _ready(self, sentence: Sentence) -> bool:
         """Whether a held line can be verified now: ``lookahead_s`` after its end has arrived, and
@@ -413,18 +408,21 @@ class LineVerifier:
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
             sentence = self._as_drafted(pending)
         else:
-            sentence = self._emit(s, line)
+            sentence = self._emit(s, line, verified=True)
         record.sentence = sentence
         self.lines.append(record)
         return sentence
 
     def _as_drafted(self, pending: _Pending) -> Sentence:
+        """The line as the drafter heard it, committed and marked unverified (and counted)."""
         s = pending.sentence
-        return self._emit(s, [Word(s.start, s.end, " " + s.text)])
+        self.unverified += 1
+        return self._emit(s, [Word(s.start, s.end, " " + s.text)], verified=False)
 
-    def _emit(self, drafted: Sentence, words: list[Word]) -> Sentence:
+    def _emit(self, drafted: Sentence, words: list[Word], verified: bool) -> Sentence:
         text = "".join(w.text for w in words).strip()
-        sentence = Sentence(self._index, text, words[0].start, max(words[-1].end, words[0].start), drafted.speaker)
+        sentence = Sentence(self._index, text, words[0].start, max(words[-1].end, words[0].start), drafted.speaker,
+                            verified=verified)
         self._index += 1
         self._verified_words += words
         del self._verified_words[:-200]
@@ -433,15 +431,16 @@ class LineVerifier:
         return sentence
 
 
-def make_transcriber(engine, options: StreamingOptions, verify: VerifyOptions | None = None):
+def make_transcriber(engine, options: StreamingOptions, verify: VerifyOptions | None = None,
+                     on_problem: Callable[[str], None] | None = None):
     """The streaming transcriber for ``engine``: wrapped in a :class:`LineVerifier` when the engine
     verifies lines (``engine.verifies_lines``), its drafter's window trimmed at
-    ``verify.drafter_trim_s``."""
+    ``verify.drafter_trim_s``; ``on_problem`` is told once when the verifier fails."""
     if not getattr(engine, "verifies_lines", False):
         return StreamingTranscriber(engine, options)
     verify = verify or VerifyOptions()
     drafting = dataclasses.replace(options, buffer_trim_s=min(options.buffer_trim_s, verify.drafter_trim_s))
-    return LineVerifier(StreamingTranscriber(engine, drafting), engine, verify)
+    return LineVerifier(StreamingTranscriber(engine, drafting), engine, verify, on_problem)
 
 
 class VerifiedEngine:

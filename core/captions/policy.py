@@ -115,6 +115,7 @@ class _Partial:
     tentative_words: tuple[Word, ...] = ()  # the tentative words with their times
     audio_time: float = 0.0  # how far this stream's audio was heard when they were decoded
     held: tuple[str, ...] = ()  # finished lines waiting for verification
+    drafts: bool = False  # held lines and the committed start are the drafter's, replaced when verified
 
 
 @dataclass
@@ -170,6 +171,7 @@ class CaptionPolicy:
         partial.paused = update.paused
         partial.tentative_words = update.tentative_words
         partial.held = update.held
+        partial.drafts = update.drafts
         partial.audio_time = update.audio_time
         self.audio_time = max(self.audio_time, update.audio_time)
         final = update.final and len(self._partials) == 1  # with several streams the others stay masked
@@ -207,7 +209,7 @@ class CaptionPolicy:
                 tentative, hidden = mask_tokens(p.tentative, k, self.source_lang)
             translation = (p.translation if final else
                            shown_translation(p.translation, p.translated, k_tr, self.target_lang, self.copy_run))
-            shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker, p.held))
+            shown.append(PartialLine(p.committed, tentative, translation, hidden, speaker, p.held, p.drafts))
         return CaptionView(list(self.lines), shown, self.audio_time)
 
     def _heard(self, p: _Partial) -> tuple[str, int]:

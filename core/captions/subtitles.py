@@ -22,6 +22,13 @@ def _cue_text(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def marked_unverified(text: str) -> str:
+    """A cue's text marked as not verified (kept as the drafter heard it): in italics, line by line
+    (``<i>``, which SRT and WebVTT players both show), so the subtitles stay clean to read and the
+    mark still stands out."""
+    return "\n".join(f"<i>{line}</i>" if line.strip() else line for line in text.splitlines())
+
+
 def to_srt(cues: list[tuple[float, float, str]]) -> str:
     """SRT text for (start, end, text) cues."""
     blocks = []

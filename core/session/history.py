@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..captions.subtitles import to_srt, to_vtt, write_text_atomic
+from ..captions.subtitles import marked_unverified, to_srt, to_vtt, write_text_atomic
 from ..errors import SottoError
 from ..paths import data_dir
 from ..stream import speaker_label
 from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
+UNVERIFIED_NOTE = "(unverified)"  # after a line kept as the drafter heard it, in text exports and the History
 
 
 @dataclass
@@ -32,6 +33,7 @@ class HistoryEntry:
     source: str
     translation: str | None = None
     speaker: str = ""  # "me" or "them" when the session captioned several streams
+    verified: bool | None = None  # False: kept as the drafter heard it (None: nothing verified lines)
 
 
 @dataclass
@@ -75,8 +77,10 @@ def read_session(path: Path) -> HistorySession:
             session.target = event.get("target")
         elif kind == TRANSCRIPT:
             for s in event.get("sentences", []):
+                verified = s.get("verified")
                 entry = HistoryEntry(int(s["index"]), float(s["start"]), float(s["end"]), str(s["text"]).strip(),
-                                     speaker=str(s.get("speaker", "")))
+                                     speaker=str(s.get("speaker", "")),
+                                     verified=None if verified is None else bool(verified))
                 by_index[entry.index] = entry
                 session.entries.append(entry)
         elif kind == TRANSLATION:
@@ -128,7 +132,8 @@ def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = No
     """Write ``entries`` as SRT, VTT or plain text (``fmt`` defaults to the file's suffix).
 
     ``which`` picks the lines: ``source``, ``translation`` or ``both`` (translation
-    under the source in each cue). Returns the path written.
+    under the source in each cue). A line that was not verified is in italics in SRT and VTT and
+    followed by :data:`UNVERIFIED_NOTE` in text. Returns the path written.
     """
     path = Path(path)
     fmt = (fmt or path.suffix.lstrip(".")).lower()
@@ -144,7 +149,10 @@ def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = No
         if which in ("translation", "both") and e.translation:
             parts.append(e.translation)
         said = "\n".join(parts)
-        return f"{speaker_label(e.speaker)}: {said}" if e.speaker and said else said
+        said = f"{speaker_label(e.speaker)}: {said}" if e.speaker and said else said
+        if e.verified is False and said:
+            said = marked_unverified(said) if fmt != "txt" else f"{said} {UNVERIFIED_NOTE}"
+        return said
 
     cues = [(e.start, e.end, text(e)) for e in entries]
     if fmt == "srt":

@@ -1,6 +1,7 @@
 """A session's caption files, written as captions are produced so nothing is lost.
 
-``captions.jsonl`` gets one record per update (flushed at once); ``source.srt``,
+``captions.jsonl`` gets one record per update (flushed at once); each finished sentence carries
+``verified`` where lines are verified (``false``: kept as the drafter heard it); ``source.srt``,
 ``translation.srt`` and ``summary.json`` are rewritten atomically when a
 sentence is finished and at the end, so a crash loses at most the unfinished line.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import logger
-from ..captions.subtitles import to_srt, write_text_atomic
+from ..captions.subtitles import marked_unverified, to_srt, write_text_atomic
 from ..stream import TranscriptUpdate, TranslationUpdate, speaker_label
 
 JOURNAL_FILE = "captions.jsonl"
@@ -87,7 +88,7 @@ class CaptionJournal:
         """Journal a transcript update (``shown``: the partial line as displayed); finished
         sentences also go into ``source.srt``."""
         for s in update.sentences:
-            self.source_cues.append((s.start, s.end, _said(s.speaker, s.text)))
+            self.source_cues.append((s.start, s.end, _cue(s.speaker, s.text, s.verified)))
         if update.sentences:
             self._write(write_text_atomic, self.directory / "source.srt", to_srt(self.source_cues))
         self._record({
@@ -109,7 +110,7 @@ class CaptionJournal:
         translations also go into ``translation.srt``."""
         for f in update.frozen:
             s = f.sentence
-            self.translation_cues[s.index] = (s.start, s.end, _said(s.speaker, f.text))
+            self.translation_cues[s.index] = (s.start, s.end, _cue(s.speaker, f.text, s.verified))
         if update.frozen:
             self._write_translation()
         self._record({
@@ -139,9 +140,11 @@ class CaptionJournal:
             self._write(self._jsonl.close)
 
 
-def _said(speaker: str, text: str) -> str:
-    """A caption for the subtitle files, after its speaker's name when there are several streams."""
-    return f"{speaker_label(speaker)}: {text.strip()}" if speaker else text
+def _cue(speaker: str, text: str, verified: bool | None) -> str:
+    """A caption for the subtitle files, after its speaker's name when there are several streams, in
+    italics when its line was not verified (:func:`~core.captions.subtitles.marked_unverified`)."""
+    said = f"{speaker_label(speaker)}: {text.strip()}" if speaker else text
+    return marked_unverified(said) if verified is False else said
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -197,7 +197,8 @@ class CaptionPipeline:
         """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
-        self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options))
+        self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options,
+                                                                      on_problem=self._on_verifier_problem))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
             self.policy = caption_policy(self.settings, self._target, tuple(sources))
@@ -373,6 +374,11 @@ class CaptionPipeline:
         """The journal stopped writing (disk full…): tell once; captioning goes on without saving."""
         self._errors.append(message)
         self.listener.on_message(MessageLevel.ERROR, message)
+
+    def _on_verifier_problem(self, message: str) -> None:
+        """The speech verifier failed: tell once per stream; lines go on, kept as first heard."""
+        self._errors.append(message)
+        self.listener.on_message(MessageLevel.WARNING, message)
 
     def _on_translate_error(self, exc: SottoError) -> None:
         message = f"{exc} Captions continue without translation."

@@ -81,6 +81,10 @@ class ASRInfo:
     model: str
     decodes: int
     max_window_seconds: float
+    # where lines are verified: lines committed with the verifier's words, and lines kept as the
+    # drafter heard them (Stop before their verification, a verifier failure or loop); None otherwise
+    verified_lines: int | None = None
+    unverified_lines: int | None = None
 
 
 @dataclass
@@ -226,6 +230,7 @@ def run_summary(
     transcribers (one per stream), translator, statistics and caption policy counted."""
     audio = max((t.audio_time for t in transcribers), default=0.0)
     asr = settings.asr
+    marks = [line.sentence.verified for line in policy.lines if line.sentence.verified is not None]
     return RunSummary(
         sotto_version=__version__,
         source=source,
@@ -242,7 +247,9 @@ def run_summary(
             engine=asr_engine,
             model=asr.model if asr.engine == ASREngineKind.FASTER_WHISPER else f"{asr.drafter}->{asr.verifier}",
             decodes=sum(t.decodes for t in transcribers),
-            max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3)),
+            max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3),
+            verified_lines=marks.count(True) if marks else None,
+            unverified_lines=marks.count(False) if marks else None),
         translation=translation,
         normalized_erasure=policy.metrics(),
         mask_k=settings.captions.mask_k,
