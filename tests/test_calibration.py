@@ -205,8 +205,9 @@ def test_stream_measurement_times_each_stage(store, translator_de):
     times = measure_stream(drafter, verifier, streaming_options(Settings()), demo_audio(1), translator_de,
                            on_status=lambda message, fraction: seen.append(fraction))
     wall = time.perf_counter() - t0
-    # the stages are apart (the verifier's decodes are not also the drafter's) and are nearly all the time
-    assert 0.8 * wall <= times.drafter_s + times.verifier_s + times.translator_s <= wall
+    # the stages are apart: the verifier's decodes are not also counted as the drafter's (parts of one
+    # interval on one clock add up to no more than it, however fast the machine)
+    assert times.drafter_s + times.verifier_s + times.translator_s <= wall
     assert times.audio_s == pytest.approx(11.0, abs=0.1)
     assert times.lines >= 2 and len(times.calls) >= times.lines  # one verifier decode per line at least
     assert times.translated >= times.lines
@@ -234,11 +235,44 @@ def test_calibration_can_be_stopped(store):
         if fraction is not None and fraction > 0.2:
             abort.set()
 
-    t0 = time.perf_counter()
     with pytest.raises(Interrupted):
         calibrate(streaming_options(Settings()), store=store, plays=1, on_status=on_status, abort=abort)
-    assert time.perf_counter() - t0 < 30
+    # it stopped within the stage it was in: the demo recording's captioning went no further, nothing was built
     assert seen[-1][0].startswith("Captioning the demo recording") and seen[-1][1] < 0.5
+    assert not any(message.startswith("Building") for message, _ in seen)
+
+
+def test_a_second_check_reuses_the_kept_proxies_and_rebuilds_a_damaged_one(store, tmp_path, monkeypatch):
+    """The check keeps its random-weight models in the model cache, as it says: the next check loads them
+    (the same files, untouched) and builds only one that does not load."""
+    from core.asr.calibration import calibrate, proxy_dir
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    monkeypatch.setenv("SOTTO_MODELS_DIR", str(tmp_path / "models"))  # an empty proxy cache; the store stays
+
+    def check() -> list[str]:
+        seen: list[str] = []
+        calibrate(streaming_options(Settings()), store=store, device="cpu", plays=1, repeats=1,
+                  on_status=lambda message, fraction: seen.append(message))
+        return seen
+
+    def files() -> dict[Path, tuple[int, int]]:
+        return {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in proxy_dir().glob("*/model.bin")}
+
+    assert str(proxy_dir()).startswith(str(tmp_path))
+    first = check()
+    kept = files()
+    assert len(kept) == 8  # base, small, medium and large-v3-turbo with 1 and 2 layers
+    assert "Building random-weight models of each verifier's shape (once; kept in the model cache)" in first
+    damaged = sorted(kept)[0]
+    damaged.write_bytes(b"not a model")
+    second = check()
+    assert "Loading the random-weight models of each verifier's shape kept in the model cache" in second
+    assert not any(message.startswith("Building") for message in second)
+    again = files()
+    assert {f: v for f, v in again.items() if f != damaged} == {f: v for f, v in kept.items() if f != damaged}
+    assert again[damaged] != kept[damaged] and damaged.stat().st_size > 1_000_000  # built again, whole
 
 
 def test_sotto_calibrate_then_devices(tmp_path, monkeypatch, capsys):
