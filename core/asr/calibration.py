@@ -580,6 +580,60 @@ class Calibration:
         return next((r for r in self.results if r.name == self.choice), None)
 
 
+# what a bigger model's speed as the verifier says before any engine check on this computer
+NOT_MEASURED = "not measured yet — run Settings › Compute › Check again / `sotto calibrate`"
+
+
+@dataclass(frozen=True)
+class VerifierSpeed:
+    """How busy this machine is with ``model`` verifying each line, from a saved calibration: the busy
+    seconds per second of speech of the whole configuration (drafter, verifier, translation)."""
+
+    model: str
+    busy: float
+    keeps_up: bool
+    measured: bool  # timed here; False: predicted from random-weight models of its shape
+
+    def words(self) -> str:
+        """A few words, for beside the model where it is chosen."""
+        return (f"{'keeps up' if self.keeps_up else 'too slow'} here as the verifier "
+                f"({self.busy:.2f} busy s per s, {'measured' if self.measured else 'predicted'})")
+
+    def cell(self) -> str:
+        """The same in a table cell."""
+        how = "measured" if self.measured else "predicted"
+        return f"{self.busy:.2f} {'keeps up' if self.keeps_up else 'too slow'} ({how})"
+
+
+def verifier_speeds(cal: Calibration | None, models: list[str]) -> dict[str, VerifierSpeed | None]:
+    """Each of ``models`` (catalogue names) that can verify lines (base and bigger: a shape the
+    calibration predicts) and its speed as the verifier per ``cal``: the result of its configuration
+    in ``cal``'s ladder where there is one (measured where it was timed), else the prediction for its
+    shape (a multilingual model after an English check: the same shape costs the same). None for
+    each where ``cal`` is None: not measured yet (:data:`NOT_MEASURED`)."""
+    out: dict[str, VerifierSpeed | None] = {}
+    for model in models:
+        shape = shape_of(model)
+        if shape is None or shape.name not in PREDICTED:
+            continue
+        if cal is None:
+            out[model] = None
+            continue
+        result = next((r for r in cal.results if r.verifier == model), None)
+        if result is not None:
+            out[model] = VerifierSpeed(model, result.busy, result.keeps_up, result.measured)
+        elif shape.name in cal.predicted:
+            busy = cal.predicted[shape.name]
+            out[model] = VerifierSpeed(model, busy, busy <= cal.budget, False)
+    return out
+
+
+def verifier_speed_words(cal: Calibration | None, models: list[str]) -> dict[str, str]:
+    """:func:`verifier_speeds` in a few words each (:data:`NOT_MEASURED` where nothing was measured)."""
+    return {model: speed.words() if speed is not None else NOT_MEASURED
+            for model, speed in verifier_speeds(cal, models).items()}
+
+
 def cpu_name() -> str:
     """The processor's model name (``/proc/cpuinfo`` where there is one)."""
     try:
