@@ -30,12 +30,29 @@ def models(args: argparse.Namespace) -> int:
     store = ModelStore()
     action = args.action or "list"
     if action == "list":
+        from core.asr.calibration import NOT_MEASURED, load_calibration, same_machine, verifier_speeds
+
         rows = store.list()
+        cal = load_calibration()
+        speeds = verifier_speeds(cal, [r.name for r in rows])
         width = max(len(r.name) for r in rows)
-        print(f"{'MODEL'.ljust(width)}  {'KIND':11}  {'SIZE':>8}  STATUS")
+        state = max(len("STATUS"), *(len(r.state_words) for r in rows))
+        print(f"{'MODEL'.ljust(width)}  {'KIND':11}  {'SIZE':>8}  {'STATUS'.ljust(state)}  AS VERIFIER (busy s per s)")
         for r in rows:
-            print(f"{r.name.ljust(width)}  {r.kind:11}  {human_size(r.size):>8}  {r.state_words}")
-        print(f"\nStore: {store.root}")
+            speed = speeds[r.name].cell() if speeds.get(r.name) else "not measured yet" if r.name in speeds else "–"
+            print(f"{r.name.ljust(width)}  {r.kind:11}  {human_size(r.size):>8}  {r.state_words.ljust(state)}  "
+                  f"{speed}")
+        if cal is None:
+            print(f"\nAs verifier: {NOT_MEASURED}.")
+        else:
+            drafter = cal.results[0].drafter.removeprefix("whisper-") if cal.results else "the drafter"
+            translating = "" if cal.target == "none" else f", translating into {cal.target}"
+            print(f"\nAs verifier: seconds the models work per second of speech with {drafter} streaming and each "
+                  f"model verifying its lines{translating}, from the speed check of {cal.date} (keeps up at "
+                  f"{cal.budget:g} or less).")
+            if not same_machine(cal):
+                print("That check was made on another machine: run `sotto calibrate` again.")
+        print(f"Store: {store.root}")
         _print_advice(advise())
         return 0
     if action == "advise":

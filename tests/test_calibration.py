@@ -190,6 +190,104 @@ def test_save_and_load(tmp_path, monkeypatch, capsys):
     assert load_calibration() is None
 
 
+# -- each bigger model's speed, where models are chosen --------------------------------------------
+def _calibration(results, predicted):
+    choice = choose(results)
+    return Calibration(date="2025-01-01 10:00", cpu="Some CPU", cores=2, device="cpu", compute_type="int8",
+                       platform="Linux", language="en", target="de", budget=BUDGET, audio_s=23.0, results=results,
+                       choice=choice.name, reason=choice.reason, settings=choice.settings, predicted=predicted)
+
+
+def test_each_verifier_speed_in_words_from_the_saved_check():
+    """The ladder's result where the check has one (measured or predicted), else its shape's prediction
+    (a multilingual model after an English check); the drafter's size has none; before any check,
+    "not measured yet" with how to measure."""
+    from core.asr.calibration import NOT_MEASURED, verifier_speed_words, verifier_speeds
+
+    models = ["whisper-tiny.en", "whisper-base", "whisper-small.en", "whisper-small", "whisper-medium.en",
+              "gemma-3-270m"]
+    cal = _calibration(_results([0.0, 0.1, 0.25, 0.7]), {"base": 0.5, "small": 0.65, "medium": 1.1,
+                                                         "large-v3-turbo": 1.4})
+    speeds = verifier_speeds(cal, models)
+    assert list(speeds) == ["whisper-base", "whisper-small.en", "whisper-small", "whisper-medium.en"]
+    assert speeds["whisper-base"].measured and speeds["whisper-base"].busy == pytest.approx(0.5)
+    assert not speeds["whisper-medium.en"].keeps_up and speeds["whisper-medium.en"].busy == pytest.approx(1.1)
+    small = speeds["whisper-small"]  # not in the English ladder: its shape's prediction
+    assert (small.busy, small.keeps_up, small.measured) == (0.65, True, False)
+    words = verifier_speed_words(cal, models)
+    assert words["whisper-small.en"] == "keeps up here as the verifier (0.65 busy s per s, predicted)"
+    assert words["whisper-medium.en"] == "too slow here as the verifier (1.10 busy s per s, predicted)"
+    assert words["whisper-base"] == "keeps up here as the verifier (0.50 busy s per s, measured)"
+    assert speeds["whisper-medium.en"].cell() == "1.10 too slow (predicted)"
+    assert verifier_speed_words(None, models) == {m: NOT_MEASURED for m in speeds}
+    assert "Settings › Compute › Check again" in NOT_MEASURED and "`sotto calibrate`" in NOT_MEASURED
+
+
+def test_the_settings_models_tab_shows_each_verifier_speed(qtbot, tmp_path, monkeypatch, store):
+    """Settings › Models: every bigger model in the verifier's list carries its speed as the verifier,
+    and the chosen one says it under the list too; before a check, that it is not measured yet."""
+    from app.controllers.settings import verifier_fits
+    from app.views.settings_panel import SettingsPanel
+    from core.asr.calibration import NOT_MEASURED
+    from core.settings import Settings
+
+    monkeypatch.setenv("SOTTO_CONFIG_DIR", str(tmp_path / "config"))
+    panel = SettingsPanel(Settings(), store.list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    panel.load(Settings().with_value("asr.verify_lines", True).with_value("asr.verifier", "whisper-small.en"))
+    combo = panel.verifier_model.combo
+
+    def label(name: str) -> str:
+        return combo.itemText(combo.findData(name))
+
+    panel.show_verifier_fit(verifier_fits())  # nothing saved yet
+    assert label("whisper-medium.en").endswith(f"· {NOT_MEASURED}")
+    assert NOT_MEASURED in panel.verifier_model.status.text()
+    assert "·" not in label("whisper-tiny.en")  # the drafter's size verifies nothing
+    save_calibration(_calibration(_results([0.0, 0.1, 0.25, 0.7]), {"base": 0.5, "small": 0.65, "medium": 1.1,
+                                                                     "large-v3-turbo": 1.4}))
+    panel.show_verifier_fit(verifier_fits())
+    assert label("whisper-medium.en").endswith("· too slow here as the verifier (1.10 busy s per s, predicted)")
+    assert label("whisper-small").endswith("· keeps up here as the verifier (0.65 busy s per s, predicted)")
+    assert "keeps up here as the verifier (0.65 busy s per s, predicted)" in panel.verifier_model.status.text()
+    assert combo.currentData() == "whisper-small.en"
+
+
+def test_sotto_models_lists_each_verifier_speed(tmp_path):
+    """`sotto models` (the real command, a subprocess) has a column with each bigger model's speed as the
+    verifier from the saved check, and says how to measure it before one."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from core.asr.calibration import NOT_MEASURED
+
+    env = {**os.environ, "SOTTO_CONFIG_DIR": str(tmp_path / "config"), "SOTTO_DATA_DIR": str(tmp_path / "data")}
+
+    def listing() -> dict[str, str]:
+        proc = subprocess.run([sys.executable, "-m", "app", "models"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("whisper-")}
+        assert "AS VERIFIER" in proc.stdout
+        return rows | {"": proc.stdout}
+
+    rows = listing()
+    assert rows["whisper-medium.en"].endswith("not measured yet") and rows["whisper-tiny.en"].endswith("–")
+    assert f"As verifier: {NOT_MEASURED}." in rows[""]
+    cal = _calibration(_results([0.0, 0.1, 0.25, 0.7]), {"base": 0.5, "small": 0.65, "medium": 1.1,
+                                                         "large-v3-turbo": 1.4})
+    save_calibration(cal, tmp_path / "config" / "calibration.json")
+    rows = listing()
+    assert rows["whisper-medium.en"].endswith("1.10 too slow (predicted)")
+    assert rows["whisper-small.en"].endswith("0.65 keeps up (predicted)")
+    assert rows["whisper-base"].endswith("0.50 keeps up (measured)")
+    assert "from the speed check of 2025-01-01 10:00" in rows[""] and "another machine" in rows[""]
+    assert NOT_MEASURED not in rows[""]
+
+
 # -- measured, end to end --------------------------------------------------------------------------
 def test_stream_measurement_times_each_stage(store, translator_de):
     """The bundled tiny.en streams the demo once, base verifies its lines, Gemma translates them."""
@@ -205,8 +303,9 @@ def test_stream_measurement_times_each_stage(store, translator_de):
     times = measure_stream(drafter, verifier, streaming_options(Settings()), demo_audio(1), translator_de,
                            on_status=lambda message, fraction: seen.append(fraction))
     wall = time.perf_counter() - t0
-    # the stages are apart (the verifier's decodes are not also the drafter's) and are nearly all the time
-    assert 0.8 * wall <= times.drafter_s + times.verifier_s + times.translator_s <= wall
+    # the stages are apart: the verifier's decodes are not also counted as the drafter's (parts of one
+    # interval on one clock add up to no more than it, however fast the machine)
+    assert times.drafter_s + times.verifier_s + times.translator_s <= wall
     assert times.audio_s == pytest.approx(11.0, abs=0.1)
     assert times.lines >= 2 and len(times.calls) >= times.lines  # one verifier decode per line at least
     assert times.translated >= times.lines
@@ -234,11 +333,44 @@ def test_calibration_can_be_stopped(store):
         if fraction is not None and fraction > 0.2:
             abort.set()
 
-    t0 = time.perf_counter()
     with pytest.raises(Interrupted):
         calibrate(streaming_options(Settings()), store=store, plays=1, on_status=on_status, abort=abort)
-    assert time.perf_counter() - t0 < 30
+    # it stopped within the stage it was in: the demo recording's captioning went no further, nothing was built
     assert seen[-1][0].startswith("Captioning the demo recording") and seen[-1][1] < 0.5
+    assert not any(message.startswith("Building") for message, _ in seen)
+
+
+def test_a_second_check_reuses_the_kept_proxies_and_rebuilds_a_damaged_one(store, tmp_path, monkeypatch):
+    """The check keeps its random-weight models in the model cache, as it says: the next check loads them
+    (the same files, untouched) and builds only one that does not load."""
+    from core.asr.calibration import calibrate, proxy_dir
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    monkeypatch.setenv("SOTTO_MODELS_DIR", str(tmp_path / "models"))  # an empty proxy cache; the store stays
+
+    def check() -> list[str]:
+        seen: list[str] = []
+        calibrate(streaming_options(Settings()), store=store, device="cpu", plays=1, repeats=1,
+                  on_status=lambda message, fraction: seen.append(message))
+        return seen
+
+    def files() -> dict[Path, tuple[int, int]]:
+        return {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in proxy_dir().glob("*/model.bin")}
+
+    assert str(proxy_dir()).startswith(str(tmp_path))
+    first = check()
+    kept = files()
+    assert len(kept) == 8  # base, small, medium and large-v3-turbo with 1 and 2 layers
+    assert "Building random-weight models of each verifier's shape (once; kept in the model cache)" in first
+    damaged = sorted(kept)[0]
+    damaged.write_bytes(b"not a model")
+    second = check()
+    assert "Loading the random-weight models of each verifier's shape kept in the model cache" in second
+    assert not any(message.startswith("Building") for message in second)
+    again = files()
+    assert {f: v for f, v in again.items() if f != damaged} == {f: v for f, v in kept.items() if f != damaged}
+    assert again[damaged] != kept[damaged] and damaged.stat().st_size > 1_000_000  # built again, whole
 
 
 def test_sotto_calibrate_then_devices(tmp_path, monkeypatch, capsys):

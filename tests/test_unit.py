@@ -212,6 +212,42 @@ def test_an_unfinished_translation_is_shown_up_to_its_first_untranslated_run():
     assert shown_translation(japanese, source, 0, "ja") == japanese
 
 
+@pytest.mark.parametrize("source, translation", [
+    ("The New York Times reported that the talks had failed", "Die New York Times berichtete, dass die Gespräche"),
+    ("New York Times reporters said so", "Reporter der New York Times sagten"),
+    ("The company paid $1,500,000 for the site", "Das Unternehmen zahlte 1.500.000 Dollar für das Gelände"),
+    ("He moved to New South Wales last year", "Er zog letztes Jahr nach New South Wales"),
+    ("The train leaves at 10:30:00 sharp", "Der Zug fährt um 10:30:00 Uhr ab"),
+    ("Call os.path.join to build the path", "Rufe os.path.join auf, um den Pfad zu bauen"),
+    ("See https://example.com/docs/start for details", "Siehe https://example.com/docs/start für Details"),
+    ("Write to anna.berg@example.org today", "Schreib heute an anna.berg@example.org"),
+    ("It opened on 15/03/2024 in Berlin", "Es wurde am 15/03/2024 in Berlin eröffnet"),
+    ("The parcel weighs 1.5 kg in all", "Das Paket wiegt insgesamt 1,5 kg"),
+])
+def test_names_numbers_dates_urls_and_code_kept_in_a_translation_stay_shown(source, translation):
+    """What a correct translation keeps as it is (a name, a number in any format, a time, a date, a
+    URL, an e-mail address, code) is not a stretch left untranslated, however many words ``\\w+``
+    would split it into: the whole partial translation stays on screen."""
+    from core.captions.policy import shown_translation, untranslated_start
+
+    assert untranslated_start(translation, source) == len(translation)
+    assert shown_translation(translation, source, 0, "de") == translation
+
+
+def test_a_copied_stretch_of_ordinary_words_is_still_hidden_next_to_names_and_numbers():
+    from core.captions.policy import shown_translation
+
+    source = "We were in New York at 10:30 and then we went home"
+    assert shown_translation("Wir waren um 10:30 in New York and then we went", source, 0) == \
+        "Wir waren um 10:30 in New York"
+    assert shown_translation("und dann and then we went", "and then we went to the market", 0) == "und dann"
+    # a name at the source's start is told by the translation's capital; a word the source has in lower
+    # case is never a name, in capitals or not
+    assert shown_translation("Reporter der New York Times sagten it was fine", "New York Times reporters said "
+                             "it was fine", 0) == "Reporter der New York Times sagten"
+    assert shown_translation("Sie sagte, THE GROUP WAS", "She said the group was happy", 0) == "Sie sagte,"
+
+
 def test_caption_policy_hides_an_untranslated_run_until_the_sentence_is_translated():
     from core.captions import CaptionPolicy
     from core.stream import FrozenTranslation, Sentence, TranscriptUpdate, TranslationUpdate

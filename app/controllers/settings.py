@@ -65,16 +65,14 @@ def calibration_summary() -> str:
 
 
 def verifier_fits(calibration=None) -> dict[str, str]:
-    """For each verifier the saved engine check timed or predicted: whether it keeps up here, in a few
-    words (shown beside the model where it is chosen, so before a download)."""
-    from core.asr.calibration import load_calibration
+    """For each speech model that can verify lines: whether it keeps up here as the verifier, in a few
+    words, from the saved engine check (timed or predicted; "not measured yet" before one). Shown
+    beside the model where it is chosen, so before a download."""
+    from core.asr.calibration import load_calibration, verifier_speed_words
+    from core.models.registry import MODELS
 
     cal = calibration or load_calibration()
-    if cal is None:
-        return {}
-    return {r.verifier: (f"{'keeps up' if r.keeps_up else 'too slow'} here as the verifier "
-                         f"({r.busy:.2f} busy s per s, {'measured' if r.measured else 'predicted'})")
-            for r in cal.results if r.verifier}
+    return verifier_speed_words(cal, [name for name, spec in MODELS.items() if spec.kind == "whisper-ct2"])
 
 
 class SettingsController(QObject):

@@ -84,7 +84,8 @@ class ModelRow(QWidget):
 
     def __init__(self, choices: list[ModelStatus]) -> None:
         super().__init__()
-        self.combo = _combo([(m.name, f"{m.name} — {m.description}") for m in choices])
+        self._labels = {m.name: f"{m.name} — {m.description}" for m in choices}
+        self.combo = _combo(list(self._labels.items()))
         self.status = QLabel()
         self.status.setObjectName("modelStatus")
         self.progress = QProgressBar()
@@ -114,6 +115,14 @@ class ModelRow(QWidget):
             return
         self.status.setText(f"{status.state_words} · {human_size(status.size)}" + (f" · {fit}" if fit else ""))
         self.download.setVisible(status.downloadable and not self.cancel.isVisible())
+
+    def show_notes(self, notes: dict[str, str]) -> None:
+        """Add a few words to each model's entry in the list (model name → words; none: its description alone)."""
+        for i in range(self.combo.count()):
+            name = self.combo.itemData(i)
+            if name in self._labels:
+                note = notes.get(name)
+                self.combo.setItemText(i, self._labels[name] + (f" · {note}" if note else ""))
 
     def show_progress(self, fraction: float | None, text: str) -> None:
         """Download progress (``fraction`` None: size unknown)."""
@@ -626,8 +635,10 @@ class SettingsPanel(QDialog):
             row.show_status(statuses.get(name), name, self._fits.get(name, "") if row is self.verifier_model else "")
 
     def show_verifier_fit(self, fits: dict[str, str]) -> None:
-        """What the engine check says of each verifier on this machine (model name → a few words)."""
+        """What the engine check says of each verifier on this machine (model name → a few words): in
+        the verifier's list, beside every model, and under the one chosen."""
         self._fits = dict(fits)
+        self.verifier_model.show_notes(self._fits)
         self.show_model_status(self._models)
 
     def _model_rows(self) -> list[ModelRow]:

@@ -34,8 +34,11 @@ verifier's predicted cost is base's measured verifier cost scaled by ``t(shape) 
 ``tests/test_calibration.py`` checks a full-depth random base against the real one and the
 extrapolation against a full-depth random model. An installed verifier larger than base whose
 prediction is near the budget is timed for real, decoding the same audio and prompts base was
-given. The proxies (about 0.7 GB) are cached under ``models_dir()/calibration`` (a cache: delete it
-freely; it is rebuilt when needed, in about 15 s on two cores).
+given. The CPU's proxies (1 and 2 layers, about 0.7 GB) are kept under ``models_dir()/calibration``
+for the next check, by shape, depth, quantization and :data:`PROXY_VERSION` (a cache: delete it freely;
+a missing or unreadable proxy is rebuilt, in about 15 s on two cores). A GPU's full-depth proxies
+(about 3.8 GB) are removed after timing: more than :data:`KEEP_PROXY_BYTES` of a user's disk for a
+check that runs seldom.
 
 **Chosen.** A configuration keeps up when its busy time per second of audio is at most
 :data:`BUDGET`; :func:`choose` takes the most accurate one that keeps up among those installed.
@@ -88,6 +91,11 @@ CALIBRATION_VERSION = 1
 CHUNK_S = 0.5  # fast mode: the audio goes in 0.5 s chunks (the app's min_chunk_s)
 GAP_S = 1.0  # silence between the two plays of the demo recording
 PREDICT_NEAR = 1.5  # an installed verifier larger than base is timed for real if predicted under BUDGET × this
+# In every proxy's folder name: a change to how proxies are built makes new ones rather than reusing old ones.
+PROXY_VERSION = 1
+# A set of proxies up to this size is kept for the next check (the CPU's, about 0.7 GB: rebuilding costs each
+# check about 15 s on two cores); a larger one (a GPU's full-depth proxies, about 3.8 GB) is removed after timing.
+KEEP_PROXY_BYTES = 2**30
 
 # Rough accuracy order (issue #29, shared reading WER: tiny.en streaming 8.4%, verified by base 6.3%);
 # small and medium are Whisper's larger models, more accurate again as verifiers of the same lines.
@@ -152,7 +160,7 @@ class Shape:
     def key(self, encoder_layers: int, decoder_layers: int, quantization: str) -> str:
         """The cache folder's name of a proxy with these layers."""
         return (f"whisper-d{self.width}-h{self.heads}-f{self.ffn}-v{self.vocab}-m{self.mels}"
-                f"-e{encoder_layers}-d{decoder_layers}-{quantization}")
+                f"-e{encoder_layers}-d{decoder_layers}-{quantization}-p{PROXY_VERSION}")
 
 
 SHAPES: dict[str, Shape] = {
@@ -177,6 +185,18 @@ def proxy_dir() -> Path:
     return models_dir() / "calibration"
 
 
+def proxy_path(shape: Shape, encoder_layers: int, decoder_layers: int, quantization: str,
+               root: Path | None = None) -> Path:
+    """Where :func:`build_proxy` keeps the proxy of ``shape`` with these layers."""
+    return (root or proxy_dir()) / shape.key(encoder_layers, decoder_layers, quantization)
+
+
+def proxy_built(path: Path) -> bool:
+    """Whether a proxy was saved whole at ``path`` (saved in a staging folder and renamed, so a folder
+    under its own name is complete unless something changed it since; loading tells)."""
+    return (path / "model.bin").is_file() and (path / "vocabulary.json").is_file() and (path / "config.json").is_file()
+
+
 def _vocabulary(store: ModelStore) -> list[str]:
     """The multilingual vocabulary (whisper-base's, bundled): the proxies' tokens and special ids."""
     path = Path(store.resolve("whisper-base"))
@@ -197,9 +217,8 @@ def build_proxy(shape: Shape, encoder_layers: int, decoder_layers: int, vocabula
     token embeddings (aliased when saved, as in a converted model)."""
     from ctranslate2.specs import whisper_spec
 
-    root = root or proxy_dir()
-    out = root / shape.key(encoder_layers, decoder_layers, quantization)
-    if (out / "model.bin").exists() and (out / "vocabulary.json").exists():
+    out = proxy_path(shape, encoder_layers, decoder_layers, quantization, root)
+    if proxy_built(out):
         return out
     rng = np.random.default_rng(seed)
     d, ffn = shape.width, shape.ffn
@@ -561,6 +580,60 @@ class Calibration:
         return next((r for r in self.results if r.name == self.choice), None)
 
 
+# what a bigger model's speed as the verifier says before any engine check on this computer
+NOT_MEASURED = "not measured yet — run Settings › Compute › Check again / `sotto calibrate`"
+
+
+@dataclass(frozen=True)
+class VerifierSpeed:
+    """How busy this machine is with ``model`` verifying each line, from a saved calibration: the busy
+    seconds per second of speech of the whole configuration (drafter, verifier, translation)."""
+
+    model: str
+    busy: float
+    keeps_up: bool
+    measured: bool  # timed here; False: predicted from random-weight models of its shape
+
+    def words(self) -> str:
+        """A few words, for beside the model where it is chosen."""
+        return (f"{'keeps up' if self.keeps_up else 'too slow'} here as the verifier "
+                f"({self.busy:.2f} busy s per s, {'measured' if self.measured else 'predicted'})")
+
+    def cell(self) -> str:
+        """The same in a table cell."""
+        how = "measured" if self.measured else "predicted"
+        return f"{self.busy:.2f} {'keeps up' if self.keeps_up else 'too slow'} ({how})"
+
+
+def verifier_speeds(cal: Calibration | None, models: list[str]) -> dict[str, VerifierSpeed | None]:
+    """Each of ``models`` (catalogue names) that can verify lines (base and bigger: a shape the
+    calibration predicts) and its speed as the verifier per ``cal``: the result of its configuration
+    in ``cal``'s ladder where there is one (measured where it was timed), else the prediction for its
+    shape (a multilingual model after an English check: the same shape costs the same). None for
+    each where ``cal`` is None: not measured yet (:data:`NOT_MEASURED`)."""
+    out: dict[str, VerifierSpeed | None] = {}
+    for model in models:
+        shape = shape_of(model)
+        if shape is None or shape.name not in PREDICTED:
+            continue
+        if cal is None:
+            out[model] = None
+            continue
+        result = next((r for r in cal.results if r.verifier == model), None)
+        if result is not None:
+            out[model] = VerifierSpeed(model, result.busy, result.keeps_up, result.measured)
+        elif shape.name in cal.predicted:
+            busy = cal.predicted[shape.name]
+            out[model] = VerifierSpeed(model, busy, busy <= cal.budget, False)
+    return out
+
+
+def verifier_speed_words(cal: Calibration | None, models: list[str]) -> dict[str, str]:
+    """:func:`verifier_speeds` in a few words each (:data:`NOT_MEASURED` where nothing was measured)."""
+    return {model: speed.words() if speed is not None else NOT_MEASURED
+            for model, speed in verifier_speeds(cal, models).items()}
+
+
 def cpu_name() -> str:
     """The processor's model name (``/proc/cpuinfo`` where there is one)."""
     try:
@@ -741,11 +814,53 @@ def _installed(store: ModelStore, name: str) -> bool:
         return False
 
 
+def prepare_proxies(depths: dict[str, tuple[int, int]], vocabulary: list[str], quantization: str, timer: Timer,
+                    keep: bool | None = None, on_status: StatusCallback | None = None,
+                    check: Callable[[], None] | None = None, root: Path | None = None,
+                    ) -> tuple[dict[str, object], dict[str, Path], bool]:
+    """The proxies of ``depths`` (from :func:`proxy_depths`) loaded by ``timer``: those kept in the cache
+    by an earlier check reused, the others built; one that does not load (damaged) is built again.
+    Returns the models, their folders and whether they are to be kept after timing (``keep``, or where
+    None: when they take at most :data:`KEEP_PROXY_BYTES`). ``on_status(sentence, fraction)`` says
+    what it does, in words true to ``keep``."""
+    size = sum(proxy_bytes(SHAPES[key.split("/")[0]], e, d, quantization) for key, (e, d) in depths.items())
+    if keep is None:
+        keep = size <= KEEP_PROXY_BYTES
+    folders = {key: proxy_path(SHAPES[key.split("/")[0]], e, d, quantization, root) for key, (e, d) in depths.items()}
+    missing = [key for key, path in folders.items() if not proxy_built(path)]
+    if not missing:
+        message = "Loading the random-weight models of each verifier's shape kept in the model cache"
+    elif keep:
+        message = "Building random-weight models of each verifier's shape (once; kept in the model cache)"
+    else:
+        message = (f"Building random-weight models of each verifier's shape ({size / 1e9:.1f} GB; removed "
+                   "after timing)")
+    models: dict[str, object] = {}
+    for i, (key, (encoder_layers, decoder_layers)) in enumerate(depths.items()):
+        if on_status is not None:
+            on_status(message, i / len(depths))
+        if check is not None:
+            check()
+        shape = SHAPES[key.split("/")[0]]
+        path = build_proxy(shape, encoder_layers, decoder_layers, vocabulary, quantization, root)
+        try:
+            models[key] = timer.load(path)
+        except Exception as exc:  # damaged on disk (truncated, edited): build it again, once
+            logger.warning("calibration: the kept proxy %s did not load (%s); building it again", path.name, exc)
+            shutil.rmtree(path, ignore_errors=True)
+            path = build_proxy(shape, encoder_layers, decoder_layers, vocabulary, quantization, root)
+            models[key] = timer.load(path)
+        folders[key] = path
+    if on_status is not None:
+        on_status(message, 1.0)
+    return models, folders, keep
+
+
 def calibrate(options: StreamingOptions, translator=None, *, language: str = "en", target: str = "none",
               store: ModelStore | None = None, device: str = "auto", encoder_seconds: float = ENCODER_SECONDS,
               plays: int = 2, repeats: int = 5, budget: float = BUDGET,
               on_status: StatusCallback | None = None, abort: threading.Event | None = None,
-              keep_proxies: bool = False) -> Calibration:
+              keep_proxies: bool | None = None) -> Calibration:
     """Measure and predict every configuration of the ladder for ``language`` on this machine and
     choose one (not saved: :func:`save_calibration`).
 
@@ -755,7 +870,8 @@ def calibrate(options: StreamingOptions, translator=None, *, language: str = "en
     the CPU), ``cpu`` or ``cuda``; ``plays``: times the demo recording is streamed; ``repeats``:
     timed rounds of the proxies. ``on_status(sentence, fraction)`` reports progress (fraction 0–1);
     setting ``abort`` stops it (raising :class:`~core.errors.Interrupted`). ``keep_proxies``: leave the
-    random-weight models in the cache (about 0.7 GB; rebuilt in about 15 s when removed, the default)."""
+    random-weight models in the cache for the next check (None: where they take at most
+    :data:`KEEP_PROXY_BYTES`, see :func:`prepare_proxies`)."""
     from ..compute import ct2_compute_type, cuda_available
     from .engine import FasterWhisperEngine
 
@@ -798,20 +914,14 @@ def calibrate(options: StreamingOptions, translator=None, *, language: str = "en
     shapes = [SHAPES[name] for name in PREDICTED]
     proxy_dir().mkdir(parents=True, exist_ok=True)
     depths = proxy_depths(shapes, device, quantization, shutil.disk_usage(proxy_dir()).free)
-    paths = {}
-    status("Building random-weight models of each verifier's shape (once; kept in the model cache)", 0.55)
-    for i, (key, (encoder_layers, decoder_layers)) in enumerate(depths.items()):
-        check()
-        paths[key] = build_proxy(SHAPES[key.split("/")[0]], encoder_layers, decoder_layers, vocabulary, quantization)
-        status("Building random-weight models of each verifier's shape (once; kept in the model cache)",
-               0.55 + 0.1 * (i + 1) / len(depths))
     timer = Timer(vocabulary, device, compute_type)
-    models = {name: timer.load(path) for name, path in paths.items()}
+    models, paths, keep = prepare_proxies(depths, vocabulary, quantization, timer, keep_proxies,
+                                          lambda message, f: status(message, 0.55 + 0.1 * f), check)
     message = "Timing them (speed does not depend on the weights)"
     samples = timer.time(models, workload, repeats, abort, lambda f: status(message, 0.65 + 0.25 * f),
                          reference=next(iter(paths)))  # base's smallest proxy: the metronome
     del models
-    if not keep_proxies:  # about 0.7 GB of a user's disk for ~15 s saved at the next check: not worth it
+    if not keep:
         for path in paths.values():
             shutil.rmtree(path, ignore_errors=True)
     seconds = predict_seconds(samples, shapes)

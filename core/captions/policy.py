@@ -4,18 +4,17 @@
 :class:`CaptionView`. Display-only mask-k hides the last k tokens of a
 non-final line on screen (the model still drafts from the whole text); an
 unfinished line's translation is also shown only up to its first run of words
-left untranslated (:func:`shown_translation`). On the
+left untranslated; names, numbers, dates, URLs and code kept as they are do not count
+(:func:`shown_translation`). On the
 source line only unconfirmed (tentative) words are ever hidden, since committed
 words never change, and by default by time rather than by count
 (``source_mask = "heard"``): a tentative word is shown once ``source_hold_s`` of
 speech has been heard after it. The words that change between decodes are the
 ones at the edge of the audio, cut off mid-word or guessed; a word with speech
-after it seldom changes, and three words (mask-3) are about a second of speech.
-Measured by ``sotto bench masks`` (the shared reading's first 120 s, tiny.en, a
-decode every 0.75 s of audio, identical hypotheses for each rule): a sentence's
-end reaches the screen 0.60 s of audio after it was spoken (p90 0.96) with a
-0.3 s hold against 0.90 (1.44) with mask-3, at NE shown 0.049 against 0.026
-(0.50 unmasked). ``source_mask = "words"`` is mask-k on the source too.
+after it seldom changes, and three words (mask-3) are about a second of speech, so a
+short hold brings a sentence's end to the screen sooner than mask-3 for a little more
+flicker (``sotto bench masks`` compares the rules; figures in docs/BENCHMARKS.md).
+``source_mask = "words"`` is mask-k on the source too.
 None is hidden while the speaker pauses after them (``show_at_pause``): they were
 decoded with silence after them, and waiting would keep a sentence's end off the
 screen for the whole pause.
@@ -52,34 +51,91 @@ def mask_tokens(text: str, k: int, lang: str | None = None) -> tuple[str, int]:
     return text[:pos].rstrip(), len(tokens) - keep
 
 
-# A partial translation is shown only up to its first run of this many words that its source says in a
-# row: a stretch the model left untranslated (a copy of the speaker's words, which the source line
-# above already shows), which the finished sentence's translation nearly always rewrites. Measured
-# with ``sotto bench translate --quick`` (12 NTREX sentences, English→German, the app's default): NE
-# shown 0.579 with mask-3 alone, 0.168 with it (AR's model output 1.968); see docs/BENCHMARKS.md.
+# A partial translation is shown only up to its first run of this many ordinary words that its source says
+# in a row: a stretch the model left untranslated (a copy of the speaker's words, which the source line
+# above already shows), which the finished sentence's translation nearly always rewrites. Three words:
+# two in a row are common in a correct translation (a shared word and a name, "in Berlin"), three
+# ordinary ones seldom are. Its effect on NE shown is in docs/BENCHMARKS.md (`sotto bench translate`).
 COPY_RUN = 3
 _WORD = re.compile(r"\w+")
+_CHUNK = re.compile(r"\S+")
+_EDGE = "\"'“”„‘’‚«»‹›()[]{}<>.,;:!?¡¿…"  # punctuation around a word, not part of it
+_SENTENCE_END = re.compile(r"[.!?…][\"'“”’»)\]]*$")
+# a chunk that is a number, a date, a time, an amount, a URL, an e-mail address, a path or code
+_KEPT = re.compile(r"\d|://|@|/|\\|::|_|\w\.\w|[a-z][A-Z]")
+# units written apart from their number ("5 km"): part of the number
+_UNITS = frozenset("""mm cm m km ft yd mi mg g kg t lb lbs oz ml l s ms min h hrs mph kmh kph hz khz mhz ghz
+                    b kb mb gb tb w kw mw kwh v am pm""".split())
+
+
+def _tokens(text: str) -> list[tuple[str, int, bool, bool]]:
+    """The words of ``text`` for :func:`untranslated_start`: (word, start, kept, capitalised mid-sentence).
+
+    Split at whitespace, not at every non-word character: ``\\w+`` would make "1,500,000",
+    "10:30:00" and "os.path.join" three words each, a run in any translation that keeps them. A
+    chunk that is a number (digits in any format, with a currency or unit), a date, a time, a URL, an
+    e-mail address, a path or code (dotted, snake_case, camelCase, ``::``) is one *kept* word, as is a
+    unit after a number; other chunks are split into ``\\w+`` words (hyphens, apostrophes)."""
+    out: list[tuple[str, int, bool, bool]] = []
+    starts_sentence = True
+    after_number = False
+    for chunk in _CHUNK.finditer(text):
+        raw = chunk.group()
+        core = raw.strip(_EDGE)
+        offset = chunk.start() + raw.index(core) if core else chunk.start()
+        if _KEPT.search(core):
+            out.append((core.lower(), offset, True, False))
+            after_number = any(c.isdigit() for c in core)
+        else:
+            for i, m in enumerate(_WORD.finditer(core)):
+                word = m.group()
+                unit = after_number and i == 0 and word.lower() in _UNITS
+                capital = word[:1].isupper() and len(word) > 1 and not (starts_sentence and i == 0)
+                out.append((word.lower(), offset + m.start(), unit, capital))
+            after_number = False
+        starts_sentence = bool(_SENTENCE_END.search(raw))
+    return out
 
 
 def untranslated_start(text: str, source: str, run: int = COPY_RUN) -> int:
-    """Where in ``text`` its first run of ``run`` words (compared in lower case) that ``source``
-    also has in a row begins; ``len(text)`` where there is none (or ``run`` is 0)."""
+    """Where in ``text`` its first run of ``run`` ordinary words (compared in lower case) that
+    ``source`` also says in a row begins; ``len(text)`` where there is none (or ``run`` is 0).
+
+    A translation keeps what is not to be translated: names ("Die New York Times berichtete"),
+    numbers, amounts, dates and times ("1.500.000 Dollar", "10:30:00"), URLs, e-mail addresses,
+    paths and code ("os.path.join"). None of these is an ordinary word, so none makes or joins a
+    run: only a stretch of the source language's own words ("and then we went") is a stretch left
+    untranslated. Numbers, dates, URLs and code are told by their form (:func:`_tokens`); a name is
+    a word of two letters or more that the source capitalises where no sentence starts, or, where the
+    source has it only at a sentence's start (and nowhere in lower case), that ``text`` capitalises
+    there. A capitalised word of the translation alone does not make a name: German capitalises
+    every noun, and a copied stretch may be in capitals."""
     if run <= 0 or not source:
         return len(text)
-    said = [w.lower() for w in _WORD.findall(source)]
-    runs = {tuple(said[i:i + run]) for i in range(len(said) - run + 1)}
-    found = list(_WORD.finditer(text))
-    words = [m.group().lower() for m in found]
-    for i in range(len(words) - run + 1):
-        if tuple(words[i:i + run]) in runs:
-            return found[i].start()
+    said = _tokens(source)
+    names = {w for w, _, _, capital in said if capital}
+    lower = {w for w, start, _, _ in said if source[start].islower()}
+
+    def ordinary(words: list[tuple[str, int, bool, bool]]) -> list[bool]:
+        return [not kept and w not in names and not (capital and w not in lower) for w, _, kept, capital in words]
+
+    runs = set()
+    plain = ordinary(said)
+    for i in range(len(said) - run + 1):
+        if all(plain[i:i + run]):
+            runs.add(tuple(w for w, *_ in said[i:i + run]))
+    found = _tokens(text)
+    plain = ordinary(found)
+    for i in range(len(found) - run + 1):
+        if all(plain[i:i + run]) and tuple(w for w, *_ in found[i:i + run]) in runs:
+            return found[i][1]
     return len(text)
 
 
 def shown_translation(text: str, source: str, k: int, lang: str | None = None, run: int = COPY_RUN) -> str:
     """What a display shows of an unfinished line's translation ``text`` of ``source``: without its
     last ``k`` tokens (display-only mask-k) and without anything from its first untranslated run
-    of ``run`` words on (:func:`untranslated_start`), whichever hides more."""
+    of ``run`` ordinary words on (:func:`untranslated_start`), whichever hides more."""
     shown, _ = mask_tokens(text, k, lang)
     copied = text[:untranslated_start(text, source, run)].rstrip()
     return copied if len(copied) < len(shown) else shown
