@@ -316,9 +316,9 @@ def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs
     assert not controller.apply_setting("asr.model", "gemma-3-270m")
     assert "translation model" in panel.message.text()
     assert not controller.apply_setting("overlay.text_color", "red-ish")
-    # through the panel itself: tiny.en cannot listen to German; the combo snaps back to English
+    # through the panel itself: German spoken while translating into German; the combo snaps back to English
     panel.spoken.setCurrentIndex(panel.spoken.findData("de"))
-    assert "English only" in panel.message.text()
+    assert "The translation language is the spoken language" in panel.message.text()
     assert panel.spoken.currentData() == "en"
     assert settings_path().read_text() == saved, "refused changes are not saved"
     assert controller.settings.captions.mask_k == 5
