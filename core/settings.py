@@ -24,7 +24,7 @@ from . import logger
 from .errors import SettingsError
 from .hotkeys import refusal as hotkey_refusal
 from .paths import config_dir, write_atomic
-from .text import TARGET_LANGUAGES
+from .text import TARGET_LANGUAGES, language_name
 
 SETTINGS_VERSION = 8
 # where SSBD's bias applies (core.translate.translator.bias_rules; measured by `sotto bench bias`)
@@ -413,14 +413,41 @@ def _check(key: str, f: dataclasses.Field, value: Any) -> None:
         raise SettingsError(f"{key} must be {meta['pattern_doc']} (got {value!r}).")
 
 
+def english_only(model: str) -> bool:
+    """Whether speech model ``model`` (a catalogue name or a folder) understands English only: Whisper's
+    ``.en`` models, by the name they are published under."""
+    return model.rstrip("/\\").lower().endswith(".en")
+
+
 def check_combination(settings: Settings) -> None:
-    """Refuse settings that are valid one by one but not together (raises :class:`SettingsError`)."""
-    model = settings.asr.verifier if settings.asr.engine == ASREngineKind.SPECULATIVE else settings.asr.model
-    if model.endswith(".en") and settings.asr.language not in ("en", ""):
-        raise SettingsError(
-            f"The speech model {model} understands English only; choose a multilingual model "
-            f"(e.g. whisper-base) before setting the spoken language to '{settings.asr.language}'."
-        )
+    """Refuse settings that are valid one by one but not together (raises :class:`SettingsError`).
+
+    Every speech model a session runs must understand the spoken language: the streaming model, and
+    with verified lines the verifier too (an English-only drafter's lines would show as English
+    until verified, and an English-only verifier would commit English). The speculative engine's
+    transcript is its verifier's alone."""
+    asr = settings.asr
+    language = asr.language
+    if language not in ("en", ""):
+        name = language_name(language)
+        if asr.engine == ASREngineKind.SPECULATIVE:
+            if english_only(asr.verifier):
+                raise SettingsError(
+                    f"The speech model {asr.verifier} understands English only; choose a multilingual model "
+                    f"(e.g. whisper-base) before setting the spoken language to {name}.")
+        elif english_only(asr.model) and asr.verify_lines and not english_only(asr.verifier):
+            raise SettingsError(
+                f"The streaming model {asr.model} understands English only: with {asr.verifier} verifying, "
+                f"{name} would still show as English until each line is verified; choose a multilingual "
+                f"streaming model (e.g. whisper-base) first.")
+        elif english_only(asr.model):
+            raise SettingsError(
+                f"The speech model {asr.model} understands English only; choose a multilingual model "
+                f"(e.g. whisper-base) before setting the spoken language to {name}.")
+        elif asr.verify_lines and english_only(asr.verifier):
+            raise SettingsError(
+                f"The line verifier {asr.verifier} understands English only and would write {name} as "
+                f"English; choose a multilingual verifier (e.g. whisper-base) or turn verified lines off.")
     if settings.translation.target != "none" and settings.translation.target == settings.asr.language:
         raise SettingsError("The translation language is the spoken language; choose another one, or 'none'.")
 

@@ -276,6 +276,32 @@ def test_the_overlay_remembers_its_place_on_each_screen(app_dirs):
     assert run(both, [])[1] == "AT LAPTOP 100 600 800"  # both again: the screen it was last on
 
 
+def test_the_welcome_fits_its_device_messages_at_its_default_size(qtbot):
+    """The level meters' notes (why a sound cannot be heard) are whole sentences: at the welcome's own size
+    each gets the height its words need at its width, and so do the language's note and the calibration's."""
+    from app.views.welcome import WelcomeDialog
+
+    view = WelcomeDialog(None, "both", "en", "de")
+    qtbot.addWidget(view)
+    view.show_meters(("mic", "system"))
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_level_error("mic", "No audio input device was found; connect a microphone or check the sound settings.")
+    view.show_level_error("system", "No sound server (PulseAudio or PipeWire) is running, so the system audio "
+                                    "cannot be captured.")
+    view.show_language_note("Spanish needs a multilingual speech model: Sotto will use Whisper base streaming alone "
+                            "(bundled, and fast enough for live captions on two CPU cores).")
+    view.show_calibration(0.3, "Building random-weight models of each verifier's shape (once; kept in the model "
+                               "cache)")
+    notes = [view._meters["mic"][1], view._meters["system"][1], view.language_note, view.calibration_text]
+
+    def whole(note) -> bool:
+        return (note.isVisible() and note.height() >= note.heightForWidth(note.width())
+                and note.mapTo(view, note.rect().bottomLeft()).y() < view.height())
+
+    qtbot.waitUntil(lambda: all(whole(note) for note in notes), timeout=5_000)  # (geometry comes from the event loop)
+
+
 def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs):
     from core.settings import Settings, settings_path
 
@@ -290,9 +316,9 @@ def test_invalid_settings_are_refused_with_a_message(qtbot, controller, app_dirs
     assert not controller.apply_setting("asr.model", "gemma-3-270m")
     assert "translation model" in panel.message.text()
     assert not controller.apply_setting("overlay.text_color", "red-ish")
-    # through the panel itself: tiny.en cannot listen to German; the combo snaps back to English
+    # through the panel itself: German spoken while translating into German; the combo snaps back to English
     panel.spoken.setCurrentIndex(panel.spoken.findData("de"))
-    assert "English only" in panel.message.text()
+    assert "The translation language is the spoken language" in panel.message.text()
     assert panel.spoken.currentData() == "en"
     assert settings_path().read_text() == saved, "refused changes are not saved"
     assert controller.settings.captions.mask_k == 5

@@ -120,7 +120,35 @@ class SettingsController(QObject):
             self.problem.emit(f"Could not save settings ({exc}).")
 
     def apply(self, key: str, value) -> bool:
-        """Validate, save and apply one setting; refused changes leave everything as it was."""
+        """Validate, save and apply one setting; refused changes leave everything as it was. The spoken
+        language brings the speech models it needs (:meth:`apply_language`)."""
+        if key == "asr.language":
+            ok, text = self.apply_language(str(value))
+            if ok or text:  # (a step that failed has said why)
+                self._answer(ok, text or "Saved.")
+            return ok
+        return self._apply(key, value)
+
+    def apply_language(self, language: str) -> tuple[bool, str]:
+        """Set the spoken language with speech models that understand it
+        (:func:`core.session.engines.engines_for_language`); returns whether it was done and the
+        sentence that says what changed, or why not (for the caller to show)."""
+        from core.asr.calibration import load_calibration
+        from core.session.engines import engines_for_language, installed_in
+
+        choice = engines_for_language(self.settings, language, installed_in(self.store), load_calibration())
+        try:
+            check_combination(choice.apply_to(self.settings))
+        except SottoError as exc:
+            return False, str(exc)
+        for key, value in choice.steps():
+            if self.settings.value(key) != value and not self._apply(key, value):
+                return False, ""
+        if choice.changes and self.panel is not None:
+            self.panel.load(self.settings)  # the Models tab shows them
+        return True, choice.sentence
+
+    def _apply(self, key: str, value) -> bool:
         try:
             new = self.settings.with_value(key, value)
             check_combination(new)

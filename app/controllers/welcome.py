@@ -4,7 +4,9 @@
 no settings file. Each answer is applied (and saved) at once through the settings controller; the
 level meter listens to the sound chosen; the calibration (:mod:`core.asr.calibration`, on its own
 thread) measures which speech engine keeps up on this machine with the chosen translation, and its
-choice is applied when it ends. "Start captions" closes the welcome and starts captions; a
+choice is applied when it ends. A spoken language other than English brings a multilingual speech
+model with it (:func:`core.session.engines.engines_for_language`), said in the dialog in one sentence;
+a choice that cannot be made is refused there too. "Start captions" closes the welcome and starts captions; a
 calibration still running is then stopped (it is never measured while captions run) and runs
 again, in the background, at the next start. Later starts go straight to captions.
 """
@@ -16,6 +18,7 @@ from PySide6.QtGui import QIcon
 
 from core.audio.level import LevelMonitor
 from core.settings import Settings
+from core.text import language_name
 
 from ..views.welcome import WelcomeDialog
 from .calibration import CalibrationJob, choice_settings
@@ -58,6 +61,10 @@ class WelcomeController(QObject):
         """Show the welcome, listen to the sound chosen and start the calibration."""
         if self.view.source() != self.settings.settings.audio.source:
             self.settings.apply("audio.source", self.view.source())
+        if self.settings.settings.asr.language != "en":
+            from core.session.engines import engine_words
+
+            self.view.show_language_note(f"Sotto uses {engine_words(self.settings.settings)}.")
         self._listen()
         self._calibrate()
         self.view.show()
@@ -69,8 +76,15 @@ class WelcomeController(QObject):
             self._listen()
 
     def choose_language(self, key: str, value: str) -> None:
-        if self.settings.apply(key, value):
-            self._calibrate()  # the translation's cost (or the models' language) changed: measure again
+        if key == "asr.language":
+            ok, text = self.settings.apply_language(value)
+            self.view.show_language_note(text)
+            if not ok:
+                self.view.set_spoken(self.settings.settings.asr.language)
+                return
+        elif not self.settings.apply(key, value):
+            return
+        self._calibrate()  # the translation's cost (or the models' language) changed: measure again
 
     def start(self) -> None:
         """Close the welcome and start captions (which stops a calibration still running)."""
@@ -116,11 +130,19 @@ class WelcomeController(QObject):
         self.view.show_calibration(fraction, text)
 
     def _on_calibrated(self, result) -> None:
-        for key, value in choice_settings(result).items():
+        chosen = choice_settings(result)
+        for key, value in chosen.items():
             if self.settings.settings.value(key) != value:
                 self.settings.apply(key, value)
-        self.view.calibration_done(f"Done. {result.reason}")
-        self.calibrated.emit(result.reason)
+        reason = result.reason
+        if not chosen and self.settings.settings.asr.language != "en":
+            # the multilingual ladder's drafter (whisper-tiny) is not installed: the language's own choice
+            # (base alone, bundled) stays, and that is what the user is told
+            from core.session.engines import engine_words
+
+            reason = f"Sotto uses {engine_words(self.settings.settings)} for {language_name(result.language)}."
+        self.view.calibration_done(f"Done. {reason}")
+        self.calibrated.emit(reason)
 
     def _on_failed(self, text: str) -> None:
         if text:

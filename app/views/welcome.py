@@ -4,7 +4,7 @@ a live level meter for the sound chosen, and the engine calibration's progress.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QProgressBar,
     QPushButton,
     QRadioButton,
@@ -26,6 +27,8 @@ from .widgets import level_meter, show_fraction
 SOURCES = (("mic", "My microphone"), ("system", "What the computer plays (videos, calls, talks)"),
            ("both", "Both: a meeting (the microphone is me, the computer's sound is them)"))
 METERS = (("mic", "Microphone"), ("system", "Computer sound"))
+# wide enough for a device message (e.g. "No sound server (PulseAudio or PipeWire) is running, …") on two lines
+MIN_WIDTH = 640
 
 
 class WelcomeDialog(QDialog):
@@ -70,11 +73,17 @@ class WelcomeDialog(QDialog):
             lambda: self.language_chosen.emit("asr.language", self.spoken.currentData()))
         self.target.currentIndexChanged.connect(
             lambda: self.language_chosen.emit("translation.target", self.target.currentData()))
+        # which speech models the spoken language needs, in a sentence (hidden while there is none)
+        self.language_note = QLabel()
+        self.language_note.setObjectName("languageNote")
+        self.language_note.setWordWrap(True)
+        self.language_note.hide()
+        form.addRow(self.language_note)
         self._meters: dict[str, tuple[QProgressBar, QLabel]] = {}
         for stream, label in METERS:
             bar, note = level_meter(f"{stream}WelcomeMeter")
             form.addRow(f"{label} level", bar)
-            form.addRow("", note)
+            form.addRow(note)  # the whole width: a device's message is a sentence or two
             self._meters[stream] = (bar, note)
         layout.addLayout(form)
 
@@ -96,7 +105,11 @@ class WelcomeDialog(QDialog):
         self.start.clicked.connect(self.start_requested.emit)
         buttons.addWidget(self.start)
         layout.addLayout(buttons)
-        self.resize(560, self.sizeHint().height())
+        # the dialog grows with what its labels come to say (a device's message, the language's note,
+        # the calibration's reason): never smaller than its layout needs, so no sentence is cut off
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
+        self.setMinimumWidth(MIN_WIDTH)
+        self.resize(MIN_WIDTH, self.sizeHint().height())
 
     # -- what the controller shows ----------------------------------------------------------------
     def source(self) -> str:
@@ -120,6 +133,27 @@ class WelcomeDialog(QDialog):
 
     def show_level_error(self, stream: str, text: str) -> None:
         self._meters[stream][1].setText(text)
+        self._fit()
+
+    def show_language_note(self, text: str) -> None:
+        """What the spoken language chosen needs (or why it was refused), in a sentence; "" hides it."""
+        self.language_note.setText(text)
+        self.language_note.setVisible(bool(text))
+        self._fit()
+
+    def set_spoken(self, language: str) -> None:
+        """Show ``language`` as the spoken language without emitting a choice (a refused one is undone)."""
+        with QSignalBlocker(self.spoken):
+            self.spoken.setCurrentIndex(max(0, self.spoken.findData(language)))
+
+    def _fit(self) -> None:
+        """Grow to the height the labels need at the current width (word-wrapped labels ask for their
+        height only for a given width, which a window's minimum size alone does not)."""
+        layout = self.layout()
+        layout.activate()
+        needed = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        if needed > self.height():
+            self.resize(self.width(), needed)
 
     def level(self, stream: str) -> tuple[int, str]:
         """A meter's reading and note (for tests)."""
@@ -130,10 +164,12 @@ class WelcomeDialog(QDialog):
         """The calibration's progress (``fraction`` None: busy without a known end)."""
         show_fraction(self.calibration, fraction)
         self.calibration_text.setText(text)
+        self._fit()
 
     def calibration_done(self, text: str) -> None:
         show_fraction(self.calibration, 1.0)
         self.calibration_text.setText(text)
+        self._fit()
 
 
 def _combo(items: list[tuple[str, str]], current: str) -> QComboBox:

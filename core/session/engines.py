@@ -7,21 +7,25 @@ one needs the engine rebuilt) and :func:`streaming_options` (the transcriber). C
 :class:`TranslatorKnobs` (how the translator decodes) and :class:`PolicyKnobs` (what the caption
 policy shows). :mod:`core.settings` marks each field as applying at the next start or live, and
 ``tests/test_settings.py`` checks that these builders read only settings marked so.
+:func:`engines_for_language` says which speech models a spoken language needs (the welcome and
+Settings apply them with the language).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from .. import logger
 from ..asr.engine import ASREngine, FasterWhisperEngine
 from ..asr.streaming import StreamingOptions
 from ..captions.policy import CaptionPolicy
 from ..compute import ct2_cuda_problem
-from ..errors import ModelError
+from ..errors import ModelError, SettingsError
 from ..models.store import ModelStore, StatusCallback
-from ..settings import ASREngineKind, Settings, TranslationEngineKind
+from ..settings import ASREngineKind, Settings, TranslationEngineKind, check_combination
+from ..text import language_name
 from ..translate.translator import LlamaTranslator, TranslatorOptions, bias_rules
 
 
@@ -116,6 +120,130 @@ class PolicyKnobs:
         """Set these knobs on a policy (the caller holds the lock the policy is used under)."""
         for f in dataclasses.fields(self):
             setattr(policy, f.name, getattr(self, f.name))
+
+
+# The speech settings a spoken language decides (what selects the engine and its models).
+ENGINE_KEYS = ("asr.engine", "asr.model", "asr.verify_lines", "asr.verifier")
+# A language other than English, where the speed check chose nothing installed: Whisper base streams alone
+# (bundled and multilingual). It keeps up on two cores: 1.06 CPU-s per audio-s with translation in the
+# live benchmark (docs/BENCHMARKS.md), where the English default takes 0.72 of the 2 the machine has.
+BASE_ALONE = {"asr.engine": "faster-whisper", "asr.model": "whisper-base", "asr.verify_lines": False}
+# With whisper-tiny downloaded: the English default's pair of shapes (tiny streams, base verifies each
+# line), which keeps up wherever the default does.
+TINY_VERIFIED = {"asr.engine": "faster-whisper", "asr.model": "whisper-tiny", "asr.verify_lines": True,
+                 "asr.verifier": "whisper-base"}
+
+
+@dataclass(frozen=True)
+class LanguageEngines:
+    """What choosing the spoken ``language`` sets besides it: the speech models (``changes``, empty when
+    those in force understand it) and the sentence that tells the user."""
+
+    language: str
+    changes: dict[str, object] = field(default_factory=dict)
+    sentence: str = ""
+
+    def steps(self) -> list[tuple[str, object]]:
+        """The changes and the language, in an order where every step is a valid combination on its own
+        (the multilingual models before another language, English before its English-only models)."""
+        language = [("asr.language", self.language)]
+        changes = list(self.changes.items())
+        return language + changes if english(self.language) else changes + language
+
+    def apply_to(self, settings: Settings) -> Settings:
+        """``settings`` with the language and its models."""
+        for key, value in self.steps():
+            settings = settings.with_value(key, value)
+        return settings
+
+
+def english(language: str) -> bool:
+    """Whether the English-only models serve ``language`` (none set counts as English)."""
+    return (language or "en") == "en"
+
+
+def installed_in(store: ModelStore) -> Callable[[str], bool]:
+    """Whether a catalogue model is on this machine or bundled (needs no download)."""
+
+    def installed(name: str) -> bool:
+        try:
+            return store.status(name).state in ("ready", "bundled")
+        except Exception:  # not in the catalogue, or a store that cannot be read: not usable offline
+            return False
+
+    return installed
+
+
+def engine_words(values: dict[str, object] | Settings) -> str:
+    """The speech models of ``values`` (engine settings, or all settings) in a few words."""
+    if isinstance(values, Settings):
+        values = {key: values.value(key) for key in ENGINE_KEYS}
+    name = {k: str(values.get(k, "")).removeprefix("whisper-") for k in ("asr.model", "asr.verifier")}
+    if str(values.get("asr.engine")) == ASREngineKind.SPECULATIVE:
+        return f"Whisper {name['asr.verifier']} (speculative decoding)"
+    if values.get("asr.verify_lines"):
+        return f"Whisper {name['asr.model']} streaming and Whisper {name['asr.verifier']} checking each line"
+    return f"Whisper {name['asr.model']} streaming alone"
+
+
+def _understood(settings: Settings, language: str) -> bool:
+    """Whether every speech model ``settings`` run understands ``language`` (check_combination's rule)."""
+    try:
+        check_combination(settings.with_value("translation.target", "none").with_value("asr.language", language))
+    except SettingsError:
+        return False
+    return True
+
+
+def _calibrated(calibration, multilingual: bool, installed: Callable[[str], bool]) -> dict[str, object] | None:
+    """The saved speed check's choice, where it was made on this machine for this kind of language and
+    every model it names is installed."""
+    if calibration is None or not calibration.choice or english(calibration.language) == multilingual:
+        return None
+    from ..asr.calibration import same_machine
+
+    chosen = {k: v for k, v in calibration.settings.items() if k in ENGINE_KEYS}
+    models = [chosen.get("asr.model")] + ([chosen.get("asr.verifier")] if chosen.get("asr.verify_lines") else [])
+    if not same_machine(calibration) or not all(isinstance(m, str) and installed(m) for m in models):
+        return None
+    return chosen
+
+
+def engines_for_language(settings: Settings, language: str, installed: Callable[[str], bool],
+                         calibration=None) -> LanguageEngines:
+    """The speech models to use with the spoken ``language``.
+
+    Another language than English, with an English-only model in force (tiny.en, the default): the
+    saved speed check's choice for such a language on this machine (``calibration``, a
+    :class:`core.asr.calibration.Calibration`) where its models are installed, else whisper-tiny
+    verified by base where whisper-tiny is installed, else base alone (bundled). Back to English from
+    one of those: the speed check's English choice, else the defaults. Anything else the user chose is
+    kept where it understands the language."""
+    name = language_name(language)
+    current = {key: settings.value(key) for key in ENGINE_KEYS}
+    automatic = [BASE_ALONE, TINY_VERIFIED]
+    if calibration is not None and not english(calibration.language) and calibration.choice:
+        automatic.append({k: v for k, v in calibration.settings.items() if k in ENGINE_KEYS})
+    if english(language):
+        if not any(all(current.get(k) == v for k, v in auto.items()) for auto in automatic):
+            return LanguageEngines(language)
+        default = Settings()
+        restored = _calibrated(calibration, False, installed) or {k: default.value(k) for k in ENGINE_KEYS}
+        changes = {k: v for k, v in restored.items() if current.get(k) != v}
+        return LanguageEngines(language, changes, f"English: Sotto uses {engine_words(restored)} again, "
+                                                  "the English setup.")
+    if _understood(settings, language):
+        return LanguageEngines(language, {}, f"Sotto uses {engine_words(settings)} for {name}.")
+    chosen = _calibrated(calibration, True, installed)
+    if chosen is not None:
+        why = "the speed check's choice for this computer"
+    elif installed("whisper-tiny"):
+        chosen, why = TINY_VERIFIED, "the English default's sizes, so it keeps up where that does"
+    else:
+        chosen, why = BASE_ALONE, "bundled, and fast enough for live captions on two CPU cores"
+    changes = {k: v for k, v in chosen.items() if current.get(k) != v}
+    return LanguageEngines(language, changes, f"{name} needs a multilingual speech model: Sotto will use "
+                                              f"{engine_words(chosen)} ({why}).")
 
 
 def caption_policy(settings: Settings, target: str | None, speakers: tuple[str, ...]) -> CaptionPolicy:
