@@ -50,6 +50,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -289,6 +290,17 @@ def speech_segments(events, end: float) -> list[tuple[float, float]]:
     return segments
 
 
+def collapsed(words, run: int = 3) -> bool:
+    """Whether ``run`` or more consecutive words share one start time: Whisper's word timing for a
+    phrase it repeats at the end of a window (a hallucinated loop too short for the compression check)."""
+    same = 1
+    for a, b in pairwise(words):
+        same = same + 1 if abs(b.start - a.start) < 0.005 else 1
+        if same >= run:
+            return True
+    return False
+
+
 # -- the live path ---------------------------------------------------------------------------
 @contextlib.contextmanager
 def _traced():
@@ -377,6 +389,8 @@ class LiveRun:
     draft_s: float
     verify_s: float
     drafter_lines: list[tuple[str, bool]] = field(default_factory=list)
+    line_log: list[dict] = field(default_factory=list)
+    collapsed: int = 0
 
 
 def run_live(recording: Recording, settings, asr, translator, realtime: bool) -> LiveRun:
@@ -403,19 +417,27 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
     audio_s = summary["audio_seconds"]
     verified = getattr(transcriber, "lines", None)
     dropped = getattr(transcriber, "dropped", [])
+    gone = {id(x) for x in dropped}
     committed = recorder.frames[-1][1] if recorder.frames else ""
     if verified is not None:
-        gone = {id(x) for x in dropped}
         drafter = [(x.drafted, id(x) in gone) for x in sorted(verified + dropped, key=lambda x: x.drafted_start)]
     else:  # unverified: the drafter's lines are the committed ones
         drafter = [(committed, False)]
     inner = getattr(transcriber, "transcriber", transcriber)
+    # each verification as it happened (time order): what the drafter finished, the audio the verifier read,
+    # its words with times, which of them became the line; to look into a line committed twice
+    log = [{"drafted": x.drafted, "drafted_s": [round(x.drafted_start, 2), round(x.drafted_end, 2)],
+            "committed": None if id(x) in gone else x.sentence.text, "fallback": x.fallback,
+            "decoded_s": [round(x.start, 2), round(x.end, 2)], "kept": list(x.kept),
+            "words": " ".join(f"{w.text.strip()}@{w.start:.2f}" for w in x.words)}
+           for x in sorted(verified + dropped, key=lambda x: x.end)] if verified is not None else []
     trace = LiveTrace(normalise(committed), [(normalise(t), d) for t, d in drafter],
                       speech_segments(events, audio_s), [t for words in decodes for t in timed_tokens(words)],
                       inner.options.pre_roll_s)
     return LiveRun(committed, trace, recorder.frames, cpu, audio_s, len(verified or []), len(dropped),
                    getattr(transcriber, "fallbacks", 0), summary.get("fell_behind"), inner.decode_seconds,
-                   getattr(transcriber, "verify_seconds", 0.0), drafter)
+                   getattr(transcriber, "verify_seconds", 0.0), drafter, log,
+                   sum(1 for x in verified or [] if not x.fallback and collapsed(x.words[x.kept[0]:x.kept[1]])))
 
 
 # -- offline decoding ------------------------------------------------------------------------
@@ -437,7 +459,8 @@ def decode_offline(engine, audio: np.ndarray) -> tuple[str, list]:
 ROW_KEYS = ("recording", "split", "config", "round", "audio_s", "ref_words", "words_out", "wer", "sub", "del",
             "ins", "cpu_per_audio_s", "first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90",
             "lines", "dropped_lines", "fallbacks", "fell_behind", "reliable_words", "lost", "lost_words",
-            "repeats", "draft_s_per_audio_s", "verify_s_per_audio_s", "transcript")
+            "repeats", "drafter", "drafter_repeats", "draft_s_per_audio_s", "verify_s_per_audio_s", "transcript",
+            "collapsed_lines", "drafter_transcript", "line_log")
 
 
 def _row(recording: Recording, config: str, audio_s: float, ref: list[str], text: str, cpu_s: float,
@@ -484,18 +507,25 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str) -
                 row = _row(rec, config, live.audio_s, ref, live.committed, live.cpu_s,
                            round_ + 1 if realtime else None)
                 losses = classify_losses(ref, offline, live.trace)
+                drafted = [w for words, _dropped in live.trace.drafter_lines for w in words]
                 row.update(latencies(live.frames, ref, heard), lines=live.lines, dropped_lines=live.dropped,
                            fallbacks=live.fallbacks, fell_behind=live.fell_behind, reliable_words=len(heard),
                            lost={k: sum(1 for x in losses if x.kind == k) for k in LOSS_KINDS},
                            lost_words=[{**asdict(x), "context": " ".join(ref[max(0, x.index - 3):x.index + 4])}
                                        for x in losses],
                            repeats=repeated_stretches(live.trace.committed, ref),
+                           drafter=score(ref, drafted), drafter_repeats=repeated_stretches(drafted, ref),
+                           drafter_transcript=" ".join(text for text, _dropped in live.drafter_lines),
+                           line_log=live.line_log, collapsed_lines=live.collapsed,
                            draft_s_per_audio_s=round(live.draft_s / live.audio_s, 3),
                            verify_s_per_audio_s=round(live.verify_s / live.audio_s, 3))
                 rows.append(row)
                 print(f"{rec.name}: {config} WER {row['wer']:.1%} (S {row['sub']}, D {row['del']}, I {row['ins']}), "
                       f"lost {sum(row['lost'].values())} of {len(heard)} reliably heard {row['lost']}, "
-                      f"{len(row['repeats'])} repeats", file=sys.stderr, flush=True)
+                      f"{len(row['repeats'])} repeats; the drafter's lines: WER {row['drafter']['wer']:.1%} (S "
+                      f"{row['drafter']['sub']}, D {row['drafter']['del']}, I {row['drafter']['ins']}), "
+                      f"{len(row['drafter_repeats'])} repeats; {live.collapsed} verified lines with collapsed word "
+                      "times", file=sys.stderr, flush=True)
     finally:
         if translator is not None:
             translator.close()
@@ -523,6 +553,11 @@ def totals(rows: list[dict]) -> list[dict]:
             total["lost"] = {k: sum(r["lost"][k] for r in group) for k in LOSS_KINDS}
             total["repeats"] = sum(len(r["repeats"]) for r in group)
             total["dropped_lines"] = sum(r["dropped_lines"] for r in group)
+            drafter = {k: sum(r["drafter"][k] for r in group) for k in ("words_out", "sub", "del", "ins")}
+            errors = drafter["sub"] + drafter["del"] + drafter["ins"]
+            total["drafter"] = {**drafter, "wer": round(errors / ref, 4) if ref else None}
+            total["drafter_repeats"] = sum(len(r["drafter_repeats"]) for r in group)
+            total["collapsed_lines"] = sum(r["collapsed_lines"] for r in group)
         out.append(total)
     return out
 
@@ -562,6 +597,19 @@ def table(result: dict) -> str:
         out.append(f"| {name} | {t['recordings']} | {t['audio_s']} | {t['words_out']} / {t['ref_words']} | "
                    f"{f(t['wer'], '{:.1%}')} | {t['sub']} | {t['del']} | {t['ins']} | {f(t['cpu_per_audio_s'])} | "
                    f"{lost(t)}{heard} | {t.get('repeats', '–')} | {t.get('dropped_lines', '–')} |")
+    live = [r for r in result["rows"] if r.get("drafter")] + [t for t in result["totals"] if t.get("drafter")]
+    if live:
+        out += ["", "The drafter's lines before verification (every line it finished, dropped ones too), against "
+                "the committed text:", "", "| recording | config | drafter words out | drafter WER (S / D / I) "
+                "| drafter committed twice | committed WER (S / D / I) | committed twice | verified lines with "
+                "collapsed word times |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for r in live:
+            d, name = r["drafter"], r["config"] + (f" (round {r['round']})" if r["round"] else "")
+            twice = r["drafter_repeats"] if isinstance(r["drafter_repeats"], int) else len(r["drafter_repeats"])
+            repeats = r["repeats"] if isinstance(r["repeats"], int) else len(r["repeats"])
+            out.append(f"| {r.get('recording', '**total**')} | {name} | {d['words_out']} | {f(d['wer'], '{:.1%}')} "
+                       f"({d['sub']} / {d['del']} / {d['ins']}) | {twice} | {f(r['wer'], '{:.1%}')} ({r['sub']} / "
+                       f"{r['del']} / {r['ins']}) | {repeats} | {r['collapsed_lines']} |")
     lost_rows = [(r, x) for r in result["rows"] if r.get("lost_words") for x in r["lost_words"]]
     if lost_rows:
         out += ["", "Lost words (reliably heard offline, not committed): recording, time, word, where it went, "

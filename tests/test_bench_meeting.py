@@ -3,7 +3,7 @@ the detection of stretches committed twice, on hand-made transcripts (no models)
 
 from __future__ import annotations
 
-from bench.meeting import LiveTrace, TimedToken, align, classify_losses, repeated_stretches, score
+from bench.meeting import LiveTrace, TimedToken, align, classify_losses, collapsed, repeated_stretches, score
 
 
 def _timed(words: list[str], step: float = 0.5) -> list[TimedToken]:
@@ -50,3 +50,9 @@ def test_a_stretch_committed_twice_is_found_and_a_repeat_the_speaker_made_is_not
     assert repeated_stretches(spoken_twice, spoken_twice) == []
     one_word_more = "some more words words words words words and that".split()  # an insertion, not a stretch
     assert repeated_stretches(one_word_more, "some more words words words words and that".split()) == []
+
+
+def test_a_phrase_stamped_at_one_time_is_collapsed():
+    said = _timed("can i also give the address".split())
+    looped = said + [TimedToken(w, 3.1, 3.1) for w in "okay one more".split()]
+    assert not collapsed(said) and collapsed(looped) and not collapsed(looped[:-1])
