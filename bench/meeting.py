@@ -33,7 +33,16 @@ is put down to the first of these that holds:
 - ``other``: no drafter decode ever heard it.
 
 Stretches committed twice: a run of 4 or more committed words that occurs again in the committed text
-and at most once in the reference.
+and at most once in the reference. The drafter's own lines (every line it finished, dropped ones too)
+are scored the same way, so a repeat or an insertion can be put down to the drafter or the verifier;
+each live row's ``line_log`` holds every verification (the drafter's line, the audio decoded, the
+verifier's words with their start times, the kept range), and ``collapsed_lines`` counts the
+verified lines with three or more consecutive words at one start time (how Whisper times a phrase it
+repeats at the end of a window).
+
+In fast mode the committed text does not depend on translation (it runs inline, after each update),
+so ``--target none`` gives the same words and attribution in less time; CPU-s per audio-s then lacks
+the translator's share.
 
 Usage: sotto bench meeting [--data DIR] [--split tune|heldout|all] [--no-shared] [--only NAME,...]
                            [--realtime] [--rounds N] [--target de|none] [--json FILE]
