@@ -164,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
     p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
-                                        "bias", "encoder", "loops", "verified", "threads", "gpu", "gpu-stream"))
+                                        "bias", "encoder", "loops", "verified", "threads", "gpu", "gpu-stream",
+                                        "meeting"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 
