@@ -1,8 +1,9 @@
 """`sotto bench meeting`: where the default live path loses words on real conversation (issue #48).
 
 Each recording (the shared spontaneous clips ``../shared/data/asr/mfa_*``, and the recordings of a
-data folder: ``--data DIR``, by default ``bench/data`` where it has a ``manifest.tsv``, the rows of
-``--split``) goes through:
+data folder: ``--data DIR``, by default ``../shared/data/gathered`` (real telephone calls gathered from
+public repositories, kept in the shared folder with their sources and licences, never in the project)
+where it has a ``manifest.tsv``, the rows of ``--split``) goes through:
 
 - **the default live path**: the app's settings as installed (tiny.en streams, base verifies each
   finished line, German translation), through the real :class:`~core.session.pipeline.CaptionPipeline`.
@@ -68,7 +69,7 @@ from bench.machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
-DATA = ROOT / "bench" / "data"
+DATA = SHARED / "gathered"
 AUDIO_SUFFIXES = (".flac", ".wav", ".ogg", ".mp3")
 LOSS_KINDS = ("dropped_line", "verifier_cut", "vad_silence", "never_committed", "other")
 REPEAT_N = 4  # a stretch committed twice: at least this many words
@@ -634,7 +635,7 @@ def table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench meeting", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, metavar="DIR",
-                        help="a recordings folder with manifest.tsv (default: bench/data where it has one)")
+                        help="a recordings folder with manifest.tsv (default: ../shared/data/gathered where it has one)")
     parser.add_argument("--split", choices=("tune", "heldout", "all"), default="tune",
                         help="the manifest's recordings of this split (default tune)")
     parser.add_argument("--no-shared", action="store_true", help="leave out the shared mfa_* clips")
