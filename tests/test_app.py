@@ -340,19 +340,51 @@ def test_a_session_that_fails_keeps_its_error_on_the_overlay(qtbot, controller, 
     assert "does not exist" in controller.window.message.text()
 
 
-def test_stop_is_quick_and_leaves_no_threads(qtbot, controller, shared):
+def test_stop_is_quick_keeps_what_was_shown_and_leaves_no_threads(qtbot, controller, shared, monkeypatch):
+    """What makes Stop quick, checked by what the models are asked to do after it rather than by a
+    clock: no speech decode (drafter or verifier) and no translation model call starts once Stop has
+    been pressed (one already running finishes; a normal stop would decode the buffered audio and
+    translate what is queued). What was shown stays: every line shown before Stop is kept as it was,
+    and the unfinished line is committed."""
     views = []
     controller.bridge.view_changed.connect(views.append)
     controller.apply_setting("audio.source", str(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))
+    _wait_models(qtbot, controller)
+    stopped = threading.Event()
+    ran: list[tuple[str, bool]] = []  # each model call that ran to its end: (model, started after Stop)
+
+    def noted(name, call):
+        def run(*args, **kwargs):
+            after = stopped.is_set()
+            result = call(*args, **kwargs)  # a stopped decode raises Interrupted: not noted
+            ran.append((name, after))
+            return result
+        return run
+
+    engine = controller.service.asr_engine.engine  # the ThreadedEngine's own engine
+    verified = getattr(engine, "verifies_lines", False)
+    models = {"drafter": engine.drafter, "verifier": engine.verifier} if verified else {"asr": engine}
+    for name, model in models.items():
+        monkeypatch.setattr(model, "transcribe", noted(name, model.transcribe))
+    runner = controller.service.translation_engine.runner
+    monkeypatch.setattr(runner, "eval", noted("translator", runner.eval))
+
     controller.toggle_start()
-    qtbot.waitUntil(lambda: any(v.partial.shown_source or v.lines for v in views), timeout=120_000)
-    t0 = time.monotonic()
+    # Stop while a line is unfinished, once each model has been at work (so the counting sees them)
+    qtbot.waitUntil(lambda: {name for name, _after in ran} >= {*models, "translator"}
+                    and bool(views and views[-1].partial.shown_source), timeout=120_000)
+    before = views[-1]
     controller.toggle_start()  # Stop
+    stopped.set()  # (once Stop has returned: a call begun while it ran counts as begun before it)
     qtbot.waitUntil(lambda: controller.service.state == "idle", timeout=30_000)
-    stop_seconds = time.monotonic() - t0
-    print(f"stop took {stop_seconds:.2f} s")
     shown = views[-1]
-    assert shown.lines, "the unfinished line was committed at stop"
+    print(f"before Stop: {len(before.lines)} lines and {before.partial.shown_source!r}; "
+          f"after it: {[line.sentence.text for line in shown.lines[len(before.lines):]]}")
+    assert [(name, after) for name, after in ran if after] == [], "a model call started after Stop"
+    assert [line.sentence.text for line in shown.lines[:len(before.lines)]] == \
+        [line.sentence.text for line in before.lines], "a line shown before Stop changed"
+    assert len(shown.lines) > len(before.lines) and not shown.partial.shown_source, \
+        "the unfinished line was committed at Stop"
     session = controller.service.last_session
     assert session is not None and session.summary.completed is False
     controller.shutdown()
