@@ -3,8 +3,9 @@
 Nothing the drafter finished is lost, and nothing it alone heard is called verified: a line that
 could not be verified is committed as the drafter heard it, marked ``verified: false`` in the
 journal, the exports and the History, and counted in the summary. With the real bundled models
-(tiny.en drafting, base verifying) on real recordings; the only thing added is a gate that holds
-one verifier decode until the test has pressed Stop, so the Stop lands inside it every time."""
+(tiny.en drafting, base verifying) on real recordings; the only thing added is a hook before a
+verifier decode: a gate that holds one until the test has pressed Stop (so the Stop lands inside
+it every time), or the error a model out of memory raises."""
 
 from __future__ import annotations
 
@@ -18,18 +19,17 @@ from tests.conftest import Recorder
 pytestmark = pytest.mark.slow
 
 
-class GatedEngine:
-    """The real drafter + verifier (:class:`~core.asr.verified.VerifiedEngine`) whose ``gate``-th
-    verifier decode tells ``started`` and waits for ``release`` before it decodes (the real decode)."""
+class HookedEngine:
+    """The real drafter + verifier (:class:`~core.asr.verified.VerifiedEngine`), with ``hook(n)`` called
+    before its n-th verifier decode (the real decode follows unless the hook raises)."""
 
-    def __init__(self, engine, gate: int) -> None:
+    verifies_lines = True
+
+    def __init__(self, engine, hook) -> None:
         self.engine = engine
-        self.verifies_lines = True
         self.name = engine.name
-        self.gate = gate
+        self.hook = hook
         self.calls = 0
-        self.started = threading.Event()
-        self.release = threading.Event()
 
     def __getattr__(self, name):
         return getattr(self.engine, name)
@@ -39,9 +39,7 @@ class GatedEngine:
 
     def verify(self, *args, **kwargs):
         self.calls += 1
-        if self.calls == self.gate:
-            self.started.set()
-            assert self.release.wait(60), "the test never released the gated decode"
+        self.hook(self.calls)
         return self.engine.verify(*args, **kwargs)
 
 
@@ -69,8 +67,14 @@ def test_a_quick_stop_during_a_verifier_decode_loses_no_finished_line(verified_e
     from core.session.history import export_entries, read_session
     from core.settings import Settings
 
-    gated = GatedEngine(verified_engine, gate=3)
-    engine = ThreadedEngine(gated)  # as the service runs it: Stop wakes the caller at once
+    started, release = threading.Event(), threading.Event()
+
+    def gate(n: int) -> None:  # the third verification waits until Stop has been pressed
+        if n == 3:
+            started.set()
+            assert release.wait(60), "the test never released the gated decode"
+
+    engine = ThreadedEngine(HookedEngine(verified_engine, gate))  # as the service runs it: Stop wakes the caller
     rec = Recorder()
     pipe = CaptionPipeline(Settings(), engine, None, rec, tmp_path, realtime=False)
     result = {}
@@ -78,7 +82,7 @@ def test_a_quick_stop_during_a_verifier_decode_loses_no_finished_line(verified_e
         "summary", pipe.run(FileSource(shared / "asr" / "librivox_shakespeare_sonnet001.wav"))))
     thread.start()
     try:
-        assert gated.started.wait(300), "the third verification never started"
+        assert started.wait(300), "the third verification never started"
         # the pipeline's thread waits for the gated decode: every line the drafter finished is
         # committed, dropped (base heard nothing new in it) or held, the one being verified among them
         verifier = pipe.streams[0].transcriber
@@ -87,7 +91,7 @@ def test_a_quick_stop_during_a_verifier_decode_loses_no_finished_line(verified_e
         assert held and verifier.lines_finished == len(before) + len(verifier.dropped) + len(held)
         pipe.stop(quick=True)
     finally:
-        gated.release.set()
+        release.set()
         thread.join(120)
         engine.close()
     assert not thread.is_alive()
@@ -156,41 +160,18 @@ def test_a_pause_verifies_the_held_lines_and_an_abort_marks_them(verified_engine
         assert all(u.drafts for u in updates)
 
 
-class FailingVerifier:
-    """The real drafter, and a verifier that fails as a model out of memory does (what the engine
-    raises then), from its ``fail_from``-th decode on."""
-
-    verifies_lines = True
-
-    def __init__(self, engine, fail_from: int) -> None:
-        self.engine = engine
-        self.name = engine.name
-        self.fail_from = fail_from
-        self.calls = 0
-
-    def __getattr__(self, name):
-        return getattr(self.engine, name)
-
-    def transcribe(self, *args, **kwargs):
-        return self.engine.transcribe(*args, **kwargs)
-
-    def verify(self, *args, **kwargs):
-        from core.errors import ModelMemoryError
-
-        self.calls += 1
-        if self.calls >= self.fail_from:
-            raise ModelMemoryError("Not enough memory to run the speech model.")
-        return self.engine.verify(*args, **kwargs)
-
-
 def test_a_failing_verifier_loses_no_line_and_says_so_once(verified_engine, shared, tmp_path):
     from core.audio import FileSource
+    from core.errors import ModelMemoryError
     from core.session import CaptionPipeline
     from core.settings import Settings
 
+    def fail(n: int) -> None:  # from the second decode on, as a model out of memory fails
+        if n >= 2:
+            raise ModelMemoryError("Not enough memory to run the speech model.")
+
     rec = Recorder()
-    pipe = CaptionPipeline(Settings(), FailingVerifier(verified_engine, fail_from=2), None, rec, tmp_path,
-                           realtime=False)
+    pipe = CaptionPipeline(Settings(), HookedEngine(verified_engine, fail), None, rec, tmp_path, realtime=False)
     summary = pipe.run(FileSource(shared / "asr" / "mfa_acoustic_corpus.wav"))
     journalled = _journal_sentences(tmp_path)
     assert [s["verified"] for s in journalled[:1]] == [True]
@@ -233,3 +214,24 @@ def test_drafts_look_provisional_and_reading_mode_shows_only_verified_words(qtbo
     # where nothing verifies the lines, the committed words never change: reading mode shows them
     overlay.show_view(CaptionView(view.lines, [PartialLine("And then", " we go", "Und dann gehen")]))
     assert [line_text(x) for x in overlay.visible_lines()[0]] == ["We start at nine.", "And then"]
+
+
+def test_a_decode_stops_being_speech_where_its_word_times_collapse():
+    """Whisper saying the window's text again at its end squashes the repeat into an instant (seen on a
+    telephone call); four words starting within a tenth of a second end what was said, three do not
+    (Whisper's word timing is that coarse on fast speech)."""
+    from core.asr.verified import collapse_start
+    from core.stream import Word
+
+    def words(spec: str) -> list[Word]:
+        out = []
+        for item in spec.split():
+            text, at = item.rsplit("@", 1)
+            out.append(Word(float(at), float(at) + 0.2, " " + text))
+        return out
+
+    said = words("Can@59.5 I@59.5 also@59.6 give@59.9 the@60.2 address@60.5 for@61.1 this?@61.4")
+    again = words("Okay.@61.6 Okay.@61.6 One@61.6 more@61.6 thing.@61.6 Can@61.6 I@61.6")
+    assert collapse_start(said + again) == len(said)
+    fast = words("Hi,@9.5 this@10.2 is@10.3 for@10.3 customer@10.4 service@10.7 center@11.2")
+    assert collapse_start(fast) == len(fast)

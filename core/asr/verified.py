@@ -61,6 +61,7 @@ from .streaming import StreamingOptions, StreamingTranscriber, degenerate, promp
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
+COLLAPSE_RUN, COLLAPSE_SPAN_S = 4, 0.1  # see collapse_start
 
 
 @dataclass
@@ -200,6 +201,21 @@ def before_loop(words: list[Word]) -> int:
     while n > 0 and not _SPOKEN.search(words[n - 1].text):
         n -= 1
     return n
+
+
+def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
+    """Where a decode's words stop being speech: the first of ``run`` or more consecutive words that
+    start within ``span`` seconds of one another (``len(words)`` where there is none). Nobody says
+    four words in a tenth of a second: such a run is Whisper saying the window's text again, or a
+    word over and over, with its timing squashed at the end of the audio (seen on telephone
+    conversation: "… address for this? Okay. Okay. One more thing. Can I also give the address for
+    this?", the repeat all at one instant), and the words from there on are not what was said. (Three
+    real words can get starts that close from Whisper's coarse word timing: "this is for" in fast
+    speech.)"""
+    for i in range(len(words) - run + 1):
+        if words[i + run - 1].start - words[i].start <= span:
+            return i
+    return len(words)
 
 
 def unrepeat(words: list[Word]) -> list[Word]:
@@ -388,12 +404,18 @@ class LineVerifier:
         words = [w.shifted(start) for w in hypothesis.words]
         after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
         looped = degenerate(hypothesis.text)
-        heard = words[:before_loop(words)] if looped else words
+        looped_from = before_loop(words) if looped else len(words)
+        heard = words[:min(looped_from, collapse_start(words))]
+        collapsed = len(heard) < looped_from  # the words' times collapse before any loop
         first, last = select_line(heard, self._verified_words, after, pending.drafted_last, s.end, opts)
         line = unrepeat(list(words[first:last]))
+        # where the decode stops being speech right after the line, the line is heard whole only if it
+        # ends with the drafter's last word
+        cut_short = collapsed and last >= len(heard) and not (
+            line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end, drafted_start=s.start)
-        if not line and not looped and words:
+        if not line and not looped and not collapsed and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
             self._cut = max(self._cut, s.end)
@@ -402,7 +424,7 @@ class LineVerifier:
             logger.info("verifier gave %r for the line %r; nothing new there, nothing committed",
                         hypothesis.text[:80], s.text)
             return None
-        if (looped and last >= len(heard)) or not line:  # an empty decode, or a loop that reaches into the line
+        if (looped and last >= looped_from) or cut_short or not line:  # empty, or a loop reaching into the line
             self.fallbacks += 1
             record.fallback = True
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
