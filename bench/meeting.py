@@ -635,7 +635,7 @@ def table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench meeting", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, metavar="DIR",
-                        help="a recordings folder with manifest.tsv (default: ../shared/data/gathered where it has one)")
+                        help="a recordings folder with manifest.tsv (default: ../shared/data/gathered if it has one)")
     parser.add_argument("--split", choices=("tune", "heldout", "all"), default="tune",
                         help="the manifest's recordings of this split (default tune)")
     parser.add_argument("--no-shared", action="store_true", help="leave out the shared mfa_* clips")
