@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import sys
 import time
-from pathlib import Path
 
+from .output import report
 from .translate import NTREX, REF_FILES, broken
 
 RULES = {
@@ -100,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     result = run(args.lang, args.start, args.sentences)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    print(table(result))
-    return 0
+    return report(result, args.json, table(result))
 
 
 if __name__ == "__main__":

@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import json
 import re
 import sys
 import time
@@ -66,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.machine import describe
+from bench.output import report
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -657,10 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     if not recordings:
         parser.error("no recordings to run (see --data, --split, --only).")
     result = run(recordings, args.realtime, max(1, args.rounds), args.target)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    print(table(result))
-    return 0
+    return report(result, args.json, table(result))
 
 
 if __name__ == "__main__":
