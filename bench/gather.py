@@ -101,14 +101,14 @@ def _write_flac(path: Path, audio: np.ndarray, rate: int = RATE) -> None:
     import av
 
     audio = np.clip(audio, -1.0, 1.0)
-    pcm = (audio * 32767).round().astype(np.int16)
+    pcm = (audio * 32767).round().astype(np.int16)  # (frames, channels): packed s16 interleaves them row by row
     layout = "stereo" if pcm.shape[1] == 2 else "mono"
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w", format="flac") as container:
         stream = container.add_stream("flac", rate=rate, layout=layout)
         stream.format = "s16"
         for start in range(0, len(pcm), 4096):
-            frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(pcm[start:start + 4096].T.reshape(1, -1)),
+            frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(pcm[start:start + 4096].reshape(1, -1)),
                                                format="s16", layout=layout)
             frame.sample_rate = rate
             for packet in stream.encode(frame):
