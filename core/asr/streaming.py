@@ -48,12 +48,16 @@ class StreamingOptions:
     clause_min_words: int = 6
     pause_break_s: float = 0.3
     max_line_words: int = 20  # a line ends after this many words even without a mark (0: no limit)
+    # a decode's words end where their start times collapse (collapse_start): set for a drafter whose lines a
+    # verifier decodes again, where a collapsed repeat of the window would otherwise become a line of its own
+    cut_collapsed: bool = False
 
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 _SPOKEN = re.compile(r"\w")  # a word with a letter or digit in it (not bare punctuation)
 COMPRESSION_LIMIT = 2.4  # Whisper's own threshold for a looping decode (gzip ratio of its text)
+COLLAPSE_RUN, COLLAPSE_SPAN_S = 4, 0.1  # see collapse_start
 
 
 def degenerate(text: str) -> bool:
@@ -71,6 +75,21 @@ def degenerate(text: str) -> bool:
         return True
     data = text.encode("utf-8")
     return len(data) / len(zlib.compress(data)) > COMPRESSION_LIMIT
+
+
+def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
+    """Where a decode's words stop being speech: the first of ``run`` or more consecutive words that
+    start within ``span`` seconds of one another (``len(words)`` where there is none). Nobody says
+    four words in a tenth of a second: such a run is Whisper saying the window's text again, or a
+    word over and over, with its timing squashed at the end of the audio (seen on telephone
+    conversation: "… address for this? Okay. Okay. One more thing. Can I also give the address for
+    this?", the repeat all at one instant), and the words from there on are not what was said. (Three
+    real words can get starts that close from Whisper's coarse word timing: "this is for" in fast
+    speech.)"""
+    for i in range(len(words) - run + 1):
+        if words[i + run - 1].start - words[i].start <= span:
+            return i
+    return len(words)
 
 
 def prompt_from(words, chars: int) -> str:
@@ -262,6 +281,8 @@ class StreamingTranscriber:
             self.dropped_decodes += 1
             self._history.clear()
             words = []
+        elif self.options.cut_collapsed:
+            words = words[:collapse_start(words)]
         self._last_words = words
         return list(self._last_words)
 

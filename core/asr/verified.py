@@ -57,11 +57,10 @@ from ..audio.convert import SAMPLE_RATE
 from ..audio.window import AudioWindow
 from ..errors import Interrupted
 from ..stream import Sentence, TranscriptUpdate, Word
-from .streaming import StreamingOptions, StreamingTranscriber, degenerate, prompt_from, push_pieces
+from .streaming import StreamingOptions, StreamingTranscriber, collapse_start, degenerate, prompt_from, push_pieces
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
-COLLAPSE_RUN, COLLAPSE_SPAN_S = 4, 0.1  # see collapse_start
 
 
 @dataclass
@@ -201,21 +200,6 @@ def before_loop(words: list[Word]) -> int:
     while n > 0 and not _SPOKEN.search(words[n - 1].text):
         n -= 1
     return n
-
-
-def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
-    """Where a decode's words stop being speech: the first of ``run`` or more consecutive words that
-    start within ``span`` seconds of one another (``len(words)`` where there is none). Nobody says
-    four words in a tenth of a second: such a run is Whisper saying the window's text again, or a
-    word over and over, with its timing squashed at the end of the audio (seen on telephone
-    conversation: "… address for this? Okay. Okay. One more thing. Can I also give the address for
-    this?", the repeat all at one instant), and the words from there on are not what was said. (Three
-    real words can get starts that close from Whisper's coarse word timing: "this is for" in fast
-    speech.)"""
-    for i in range(len(words) - run + 1):
-        if words[i + run - 1].start - words[i].start <= span:
-            return i
-    return len(words)
 
 
 def unrepeat(words: list[Word]) -> list[Word]:
@@ -407,6 +391,9 @@ class LineVerifier:
         looped_from = before_loop(words) if looped else len(words)
         heard = words[:min(looped_from, collapse_start(words))]
         collapsed = len(heard) < looped_from  # the words' times collapse before any loop
+        # the decode is speech up to where it collapses: when that is past the drafter's line, it heard the line's
+        # time and found nothing new there, as a decode without the collapse would tell
+        heard_past = collapsed and words[len(heard)].start >= s.end
         first, last = select_line(heard, self._verified_words, after, pending.drafted_last, s.end, opts)
         line = unrepeat(list(words[first:last]))
         # where the decode stops being speech right after the line, the line is heard whole only if it
@@ -415,7 +402,7 @@ class LineVerifier:
             line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end, drafted_start=s.start)
-        if not line and not looped and not collapsed and words:
+        if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
             self._cut = max(self._cut, s.end)
@@ -461,7 +448,8 @@ def make_transcriber(engine, options: StreamingOptions, verify: VerifyOptions | 
     if not getattr(engine, "verifies_lines", False):
         return StreamingTranscriber(engine, options)
     verify = verify or VerifyOptions()
-    drafting = dataclasses.replace(options, buffer_trim_s=min(options.buffer_trim_s, verify.drafter_trim_s))
+    drafting = dataclasses.replace(options, buffer_trim_s=min(options.buffer_trim_s, verify.drafter_trim_s),
+                                   cut_collapsed=True)
     return LineVerifier(StreamingTranscriber(engine, drafting), engine, verify, on_problem)
 
 
