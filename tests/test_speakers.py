@@ -1,0 +1,121 @@
+"""Speaker labels (issue #50): the GE2E voice encoder in numpy against the original PyTorch modules,
+its bundled weights through the model store, and speakers told apart online on real voices."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import ModelError
+from core.models import ModelStore
+from core.speakers.mel import hz_to_mel, mel_filterbank, mel_frames, mel_to_hz
+from core.speakers.model import MODEL_NAME, convert, load_encoder
+
+ROOT = Path(__file__).resolve().parent.parent
+ASR = ROOT.parent / "shared" / "data" / "asr"
+
+
+@pytest.fixture(scope="module")
+def encoder_store(tmp_path_factory) -> ModelStore:
+    """A store of its own: the bundled voice encoder prepared from the installed package into it."""
+    return ModelStore(root=tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def encoder(encoder_store):
+    return load_encoder(encoder_store)
+
+
+def _clip(name: str) -> np.ndarray:
+    from core.audio import decode_file
+
+    path = ASR / name
+    if not path.is_file():
+        pytest.skip(f"shared clip {path} is missing")
+    return decode_file(path)
+
+
+def test_filterbank_is_slaneys_mel_scale():
+    """librosa.filters.mel(sr=16000, n_fft=400, n_mels=40) (htk=False, norm="slaney"), checked by the formula:
+    the scale is linear (200/3 Hz a mel) to 1 kHz and logarithmic (27 mels per factor 6.4) above; each
+    triangle rises from its lower edge to 1 at its centre (before the norm) and falls to its upper edge,
+    and is scaled by 2 / (upper - lower) so its area in Hz is 1."""
+    assert float(hz_to_mel(1000.0)) == pytest.approx(15.0)
+    assert float(hz_to_mel(6400.0)) == pytest.approx(42.0)
+    assert float(hz_to_mel(500.0)) == pytest.approx(7.5)
+    assert float(mel_to_hz(hz_to_mel(3123.0))) == pytest.approx(3123.0)
+    bank = mel_filterbank()
+    assert bank.shape == (40, 201)
+    edges = mel_to_hz(np.linspace(0.0, float(hz_to_mel(8000.0)), 42))
+    freqs = np.arange(201) * 40.0  # 16000 / 400 Hz per bin
+    for m in range(40):
+        lo, mid, hi = edges[m], edges[m + 1], edges[m + 2]
+        for k, f in enumerate(freqs):
+            tri = (f - lo) / (mid - lo) if lo <= f <= mid else (hi - f) / (hi - mid) if mid < f <= hi else 0.0
+            assert bank[m, k] == pytest.approx(max(tri, 0.0) * 2.0 / (hi - lo), rel=1e-5, abs=1e-9)
+
+
+def test_mel_frames_match_torch_stft():
+    """The frames are the filterbank over the power STFT: 400-point periodic Hann, hop 160, centred, reflected."""
+    torch = pytest.importorskip("torch")
+    wav = _clip("jfk.flac")[: 3 * 16000]
+    spec = torch.stft(torch.from_numpy(wav), 400, 160, window=torch.hann_window(400, periodic=True), center=True,
+                      pad_mode="reflect", return_complex=True).abs() ** 2
+    expected = (torch.from_numpy(mel_filterbank()) @ spec).T.numpy()
+    ours = mel_frames(wav)
+    assert ours.shape == expected.shape == (301, 40)
+    assert np.abs(ours - expected).max() <= 1e-5 * np.abs(expected).max()
+
+
+def test_converted_encoder_matches_the_original_modules(encoder, encoder_store):
+    """The numpy encoder, from the store's converted weights, gives the embeddings that nn.LSTM + nn.Linear
+    with the checkpoint's state dict give, on real speech: cosine >= 0.99999 and max abs diff <= 1e-5."""
+    torch = pytest.importorskip("torch")
+    status = encoder_store.status(MODEL_NAME)
+    assert status.ready and status.kind == "voice-encoder"
+    source = Path(status.path) / "pretrained.pt"
+    state = torch.load(source, map_location="cpu")["model_state"]
+    lstm, linear = torch.nn.LSTM(40, 256, 3, batch_first=True), torch.nn.Linear(256, 256)
+    lstm.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("lstm.")})
+    linear.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("linear.")})
+    for name in ("librispeech_1089-134686-0000.flac", "jfk.flac"):
+        mels = encoder.window_mels(_clip(name))
+        assert len(mels) >= 2
+        with torch.no_grad():
+            _, (hidden, _) = lstm(torch.from_numpy(mels))
+            raw = torch.relu(linear(hidden[-1]))
+            expected = (raw / raw.norm(dim=1, keepdim=True)).numpy()
+        ours = encoder.forward(mels)
+        assert np.abs(ours - expected).max() <= 1e-5
+        assert (ours * expected).sum(axis=1).min() >= 0.99999
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing"])
+def test_a_damaged_weight_file_gives_one_sentence(encoder_store, tmp_path, damage):
+    source = Path(encoder_store.status(MODEL_NAME).path) / "pretrained.pt"
+    bad = tmp_path / "pretrained.pt"
+    if damage == "garbage":
+        bad.write_bytes(b"not a checkpoint at all" * 100)
+    elif damage == "truncated":
+        bad.write_bytes(source.read_bytes()[: 5_000_000])
+    with pytest.raises(ModelError) as info:
+        convert(bad, tmp_path / "out.npz")
+    message = str(info.value)
+    assert message.startswith("The voice encoder file") and message.count(". ") == 0 and "sotto models get" in message
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_a_damaged_store_copy_is_prepared_again_from_the_package(tmp_path):
+    """A prepared copy whose file is cut short is noticed (its size) and made anew, verified by sha256."""
+    store = ModelStore(root=tmp_path)
+    first = load_encoder(store)
+    copy = store.model_dir(MODEL_NAME) / "pretrained.pt"
+    copy.write_bytes(copy.read_bytes()[:1000])
+    (store.model_dir(MODEL_NAME) / "ge2e.npz").unlink()
+    again = load_encoder(store)
+    wav = _clip("jfk.flac")
+    assert np.allclose(first.embed(wav), again.embed(wav))
+    shutil.rmtree(tmp_path, ignore_errors=True)
