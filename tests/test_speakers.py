@@ -119,3 +119,52 @@ def test_a_damaged_store_copy_is_prepared_again_from_the_package(tmp_path):
     wav = _clip("jfk.flac")
     assert np.allclose(first.embed(wav), again.embed(wav))
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# -- speakers told apart online ---------------------------------------------------------------
+def test_two_known_voices_get_two_labels(encoder):
+    """Two LibriSpeech readers (1089 and 2412), their lines interleaved, get two labels, each reader one."""
+    from core.speakers import SpeakerTracker, TrackerOptions
+
+    a1, a2, a3 = (_clip(f"librispeech_{n}.flac") for n in ("1089-134686-0000", "1089-134691-0001", "1089-134686-0001"))
+    b = _clip("librispeech_2412-153948-0000.flac")
+    b1, b2 = b[: len(b) // 2], b[len(b) // 2:]
+    tracker = SpeakerTracker(encoder, TrackerOptions(prefix="Them"))
+    labels = [tracker.assign(x).label for x in (a1, b1, a2, b2, a3)]
+    assert labels == ["Them 1", "Them 2", "Them 1", "Them 2", "Them 1"]
+    assert tracker.count == 2
+    tracker.rename(2, "Ana")
+    assert tracker.assign(b1).label == "Ana"
+
+
+def test_expected_count_caps_the_speakers(encoder):
+    """A third voice (Kennedy's) opens a third speaker, unless two are expected: then the nearest takes the line."""
+    from core.speakers import SpeakerTracker, TrackerOptions
+
+    lines = [_clip(f"{n}.flac") for n in ("librispeech_1089-134686-0000", "librispeech_2412-153948-0000", "jfk")]
+    free = SpeakerTracker(encoder)
+    assert [free.assign(x).speaker for x in lines] == [1, 2, 3]
+    capped = SpeakerTracker(encoder, TrackerOptions(max_speakers=2))
+    assert [capped.assign(x).speaker for x in lines][:2] == [1, 2] and capped.count == 2
+
+
+def test_a_real_call_gets_one_label_per_side(encoder):
+    """A real telephone call (SpokenWOZ SNG0480, tune split), both sides mixed to mono as a meeting's "Them"
+    stream hears them: its turns of at least half a second, in order, get two labels, and nearly every turn
+    the label of its side (one label for everyone would be right for only the larger side's turns)."""
+    from bench.speakers import read_turns
+    from core.audio import decode_file
+    from core.speakers import SpeakerTracker
+
+    call = ROOT.parent / "shared" / "data" / "gathered" / "conversation" / "spokenwoz_SNG0480.flac"
+    if not call.is_file():
+        pytest.skip(f"gathered call {call} is missing")
+    audio = decode_file(call)
+    turns = [t for t in read_turns(call.with_name(call.stem + ".speakers.tsv")) if t.end - t.start >= 0.5]
+    tracker = SpeakerTracker(encoder)
+    got = [tracker.assign(audio[int(t.start * 16000):int(t.end * 16000)]).speaker for t in turns]
+    truth = [t.speaker for t in turns]
+    assert tracker.count == 2
+    agree = max(sum((g == 1) == (t == side) for g, t in zip(got, truth, strict=True)) for side in ("A", "B"))
+    majority = max(truth.count("A"), truth.count("B"))
+    assert agree >= 0.9 * len(turns) > majority

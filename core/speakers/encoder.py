@@ -5,7 +5,7 @@ As Resemblyzer embeds an utterance, the audio is cut into partial windows of 160
 ``rate`` windows a second, each window is embedded, and the mean embedding is normalised again.
 Resemblyzer's default rate is 1.3 (windows overlap); the minimum, 0.625, tiles the audio without
 overlap and halves the work, and ``max_windows`` spreads at most that many windows over a long line,
-so the cost per line is bounded.
+so the cost per line is bounded. A line shorter than one window is embedded from its own frames.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .mel import HOP, SAMPLE_RATE, frame_count, mel_frames
+from .mel import HOP, SAMPLE_RATE, mel_frames
 
 WINDOW_FRAMES = 160  # 1.6 s per partial window, as trained
 HIDDEN = 256
@@ -47,10 +47,6 @@ def partial_windows(n_samples: int, rate: float, min_coverage: float) -> list[tu
     return windows
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (np.tanh(0.5 * x) + 1.0)  # exact, and no overflow warnings for large |x|
-
-
 class VoiceEncoder:
     """Voice embeddings from the GE2E weights (a dict of float32 arrays named as in the checkpoint)."""
 
@@ -60,9 +56,11 @@ class VoiceEncoder:
             raise ValueError(f"the voice encoder weights lack {', '.join(missing)}")
         self.options = options or EncoderOptions()
         f32 = {n: np.ascontiguousarray(weights[n], dtype=np.float32) for n in WEIGHT_NAMES}
-        # Per layer, the input and recurrent weights stacked: one product per step of [x_t, h_t-1].
-        self._layers = [(np.concatenate([f32[f"lstm.weight_ih_l{i}"], f32[f"lstm.weight_hh_l{i}"]], axis=1).T.copy(),
-                         f32[f"lstm.bias_ih_l{i}"] + f32[f"lstm.bias_hh_l{i}"]) for i in range(LAYERS)]
+        # The cell-candidate gate's rows doubled: one sigmoid over all four gates serves, tanh(x) = 2 sigmoid(2x) - 1.
+        scale = np.ones((4 * HIDDEN, 1), np.float32)
+        scale[2 * HIDDEN:3 * HIDDEN] = 2.0
+        self._layers = [((f32[f"lstm.weight_ih_l{i}"] * scale).T.copy(), (f32[f"lstm.weight_hh_l{i}"] * scale).T.copy(),
+                         (f32[f"lstm.bias_ih_l{i}"] + f32[f"lstm.bias_hh_l{i}"]) * scale[:, 0]) for i in range(LAYERS)]
         self._linear = (f32["linear.weight"].T.copy(), f32["linear.bias"])
 
     @classmethod
@@ -76,27 +74,35 @@ class VoiceEncoder:
         x = np.asarray(mels, dtype=np.float32)
         batch, steps, _ = x.shape
         h = np.zeros((batch, HIDDEN), np.float32)
-        for weights, bias in self._layers:
+        for w_ih, w_hh, bias in self._layers:
+            # einsum without optimize is numpy's own loop, not BLAS: products this small cost many times more on
+            # BLAS threads (they wake, share a few microseconds of work, and contend with the speech models), and
+            # one BLAS thread cannot be asked for here without changing the speech models' features.
+            projected = np.einsum("btk,kn->btn", x, w_ih) + bias  # the layer's input, every frame at once
             h = np.zeros((batch, HIDDEN), np.float32)
             c = np.zeros((batch, HIDDEN), np.float32)
             out = np.empty((batch, steps, HIDDEN), np.float32)
             for t in range(steps):
-                # einsum without optimize is numpy's own loop, not BLAS: products this small cost
-                # many times more on BLAS threads (they wake, share a few microseconds of work, and
-                # contend with the speech models), and one thread cannot be asked of BLAS here
-                # without changing the speech models' features.
-                gates = np.einsum("bk,kn->bn", np.concatenate([x[:, t], h], axis=1), weights) + bias
-                i, f, g, o = np.split(gates, 4, axis=1)  # PyTorch's gate order
-                c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-                h = _sigmoid(o) * np.tanh(c)
+                gates = projected[:, t] + np.einsum("bk,kn->bn", h, w_hh)
+                np.tanh(gates * 0.5, out=gates)  # sigmoid(x) = (tanh(x / 2) + 1) / 2, without overflow
+                gates += 1.0
+                gates *= 0.5
+                i, f, g, o = np.split(gates, 4, axis=1)  # PyTorch's gate order: input, forget, cell candidate, output
+                c = f * c + i * (2.0 * g - 1.0)
+                h = o * np.tanh(c)
                 out[:, t] = h
             x = out
         raw = np.maximum(np.einsum("bk,kn->bn", h, self._linear[0]) + self._linear[1], 0.0)
         return raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)
 
     def window_mels(self, wav: np.ndarray) -> np.ndarray:
-        """The mel windows (n, 160, 40) the embedding of ``wav`` is made of."""
+        """The mel windows (n, frames, 40) the embedding of ``wav`` is made of: 160 frames each, except that
+        audio shorter than one window is one window of its own frames, not padded with silence (the
+        encoder's cost follows the speech, and on real calls the label is as often right: sotto bench
+        speakers)."""
         wav = _normalise_volume(np.asarray(wav, dtype=np.float32))
+        if len(wav) < WINDOW_FRAMES * HOP:
+            return mel_frames(wav)[None]
         opts = self.options
         windows = partial_windows(len(wav), opts.rate, opts.min_coverage)
         if opts.max_windows and len(windows) > opts.max_windows:
@@ -106,7 +112,6 @@ class VoiceEncoder:
         if end >= len(wav):
             wav = np.pad(wav, (0, end - len(wav)))
         mel = mel_frames(wav)
-        assert mel.shape[0] == frame_count(len(wav))
         return np.stack([mel[a:b] for a, b in windows])
 
     def embed(self, wav: np.ndarray) -> np.ndarray:

@@ -1,16 +1,20 @@
 """Online speaker labels: each committed line's voice against the speakers heard so far.
 
-A line's embedding (:class:`~core.speakers.encoder.VoiceEncoder`) is compared by cosine with the
-centroid of each speaker so far; the nearest one at or above ``threshold`` takes the line (and its
-centroid moves towards it), otherwise a new speaker opens, unless ``max_speakers`` are open already
-(then the nearest takes it) or the line is shorter than ``min_new_s`` (too little voice to found a
-speaker on: the nearest takes it).
+A line's embedding (:class:`~core.speakers.encoder.VoiceEncoder`) is compared with the centroid of each
+speaker so far (the mean of their lines' embeddings, each weighted by its length up to ``weigh_s``).
+Voices heard through one channel (a call, a meeting app's codec) share much of their embeddings: two
+people's lines are often as close in plain cosine as one person's. So once there are two speakers the
+comparison is *contrastive*: the line and the centroids are taken relative to the session's mean voice
+(the running mean of every line so far), where two voices point apart. A line joins the nearest speaker
+unless it is far from all of them, both in plain cosine (below ``threshold``) and relative to the mean
+(below ``contrast``); then it opens a new speaker, unless ``max_speakers`` are open already or the line is
+shorter than ``min_new_s`` (too little voice to found a speaker on). With one speaker so far only the
+plain cosine can tell. Tuned on real calls (``sotto bench speakers``, tune split).
 
-A line that holds two voices gets the label of its majority: its embedding is the mean of its
-1.6 s windows, so the voice with more of the line's windows dominates it. The line is not split,
-because the words' times are not known here and a split would need them to divide the text; the
-assignment says ``mixed`` when the line's windows disagree about the nearest speaker, so a front end
-can mark it.
+A line that holds two voices gets the label of its majority: its embedding is the mean of its 1.6 s
+windows, so the voice with more of the line dominates it. The line is not split, because the words'
+times are not known here and a split would need them to divide the text; the assignment says ``mixed``
+when the line's windows disagree about the nearest speaker, so a front end can mark it.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from .encoder import VoiceEncoder
 class TrackerOptions:
     """How lines are grouped into speakers, and how the speakers are named."""
 
-    threshold: float = 0.75  # cosine to a speaker's centroid at or above which a line is theirs
+    threshold: float = 0.75  # plain cosine to every centroid below which a line may be a new voice
+    contrast: float = -0.4  # cosine relative to the session's mean voice below which it is (two speakers on)
     max_speakers: int = 0  # the expected number of speakers, a cap (0: unknown)
-    min_new_s: float = 1.0  # a line shorter than this never opens a new speaker (unless it is the first)
+    min_new_s: float = 1.5  # a line shorter than this never opens a new speaker (unless it is the first)
+    weigh_s: float = 4.0  # a line's weight in its speaker's centroid: its seconds, up to this
     prefix: str = "Speaker"  # labels are "<prefix> 1", "<prefix> 2", …
 
 
@@ -45,13 +51,19 @@ class SpeakerAssignment:
     mixed: bool = False
 
 
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+
 class SpeakerTracker:
     """Speaker numbers for a session's lines, in the order they were said (thread-safe)."""
 
     def __init__(self, encoder: VoiceEncoder | None, options: TrackerOptions | None = None) -> None:
         self.encoder = encoder
         self.options = options or TrackerOptions()
-        self._sums: list[np.ndarray] = []
+        self._sums: list[np.ndarray] = []  # per speaker: the weighted sum of their lines' embeddings
+        self._total = np.zeros(0, np.float32)  # the weighted sum of every line's embedding
+        self._weight = 0.0  # and the sum of their weights
         self._names: dict[int, str] = {}
         self._lock = threading.Lock()
 
@@ -78,40 +90,51 @@ class SpeakerTracker:
         if self.encoder is None:
             raise RuntimeError("this tracker has no encoder; use assign_embedding")
         windows = self.encoder.forward(self.encoder.window_mels(audio))
-        mean = windows.mean(axis=0)
-        return self.assign_embedding(mean, len(audio) / sample_rate, windows)
+        return self.assign_embedding(windows.mean(axis=0), len(audio) / sample_rate, windows)
 
     def assign_embedding(self, embedding: np.ndarray, seconds: float,
                          windows: np.ndarray | None = None) -> SpeakerAssignment:
         """The speaker of a line from its embedding and length (and its windows' embeddings, for ``mixed``)."""
-        vector = np.asarray(embedding, dtype=np.float32)
-        vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        vector = _unit(np.asarray(embedding, dtype=np.float32))
         opts = self.options
+        weight = min(seconds, opts.weigh_s) if opts.weigh_s else 1.0
         with self._lock:
-            sims = self._similarities(vector)
-            best = int(np.argmax(sims)) if len(sims) else -1
-            capped = bool(opts.max_speakers) and len(self._sums) >= opts.max_speakers
-            opens = best < 0 or (sims[best] < opts.threshold and not capped and seconds >= opts.min_new_s)
-            if opens:
-                self._sums.append(vector.copy())
-                index, similarity = len(self._sums) - 1, 1.0
+            self._total = self._total + vector * weight if len(self._total) else vector * weight
+            self._weight += weight
+            plain = self._plain(vector)
+            if not self._sums:
+                best, far = -1, True
+            elif len(self._sums) == 1:
+                best, far = 0, plain[0] < opts.threshold
             else:
-                index, similarity = best, float(sims[best])
+                relative = self._relative(vector)
+                best = int(np.argmax(relative))
+                far = relative[best] < opts.contrast and plain.max() < opts.threshold
+            capped = bool(opts.max_speakers) and len(self._sums) >= opts.max_speakers
+            opens = best < 0 or (far and not capped and seconds >= opts.min_new_s)
+            if opens:
+                self._sums.append(vector * weight)
+                index, similarity, mixed = len(self._sums) - 1, 1.0, False
+            else:
+                index, similarity = best, float(plain[best])
                 mixed = self._mixed(windows, index)
-                self._sums[index] = self._sums[index] + vector
+                self._sums[index] = self._sums[index] + vector * weight
             speaker = index + 1
             label = self._names.get(speaker) or f"{opts.prefix} {speaker}"
-        return SpeakerAssignment(speaker, label, round(similarity, 4), opens, False if opens else mixed)
+        return SpeakerAssignment(speaker, label, round(similarity, 4), opens, mixed)
 
-    def _similarities(self, vector: np.ndarray) -> np.ndarray:
-        if not self._sums:
-            return np.zeros(0, np.float32)
-        centroids = np.stack(self._sums)
-        centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-        return centroids @ vector
+    def _plain(self, vector: np.ndarray) -> np.ndarray:
+        """Cosine of ``vector`` to each speaker's centroid."""
+        return np.array([float(_unit(total) @ vector) for total in self._sums], np.float32)
+
+    def _relative(self, vector: np.ndarray) -> np.ndarray:
+        """Cosine of ``vector`` to each centroid, both taken relative to the session's mean voice."""
+        mean = self._total / self._weight
+        line = _unit(vector - mean)
+        return np.array([float(_unit(_unit(total) - mean) @ line) for total in self._sums], np.float32)
 
     def _mixed(self, windows: np.ndarray | None, index: int) -> bool:
         if windows is None or len(windows) < 2 or len(self._sums) < 2:
             return False
-        nearest = {int(np.argmax(self._similarities(w))) for w in windows}
+        nearest = {int(np.argmax(self._relative(_unit(w)))) for w in windows}
         return nearest != {index}
