@@ -168,3 +168,72 @@ def test_a_real_call_gets_one_label_per_side(encoder):
     agree = max(sum((g == 1) == (t == side) for g, t in zip(got, truth, strict=True)) for side in ("A", "B"))
     majority = max(truth.count("A"), truth.count("B"))
     assert agree >= 0.9 * len(turns) > majority
+
+
+# -- labels through the pipeline, the files and the History ----------------------------------------
+def test_a_file_with_two_readers_is_labelled_and_a_rename_reaches_the_exports(tiny_engine, encoder, tmp_path):
+    """Two LibriSpeech readers one after the other (1089, 2412, 1089 again) captioned from a file with speaker
+    labels on: the lines get "Speaker 1" and "Speaker 2" by reader; "Speaker 2" renamed "Ana" mid-run is Ana on
+    screen, in source.srt, in the journal the History reads, and in its exports, for every line of that voice."""
+    from conftest import Recorder, write_wav
+
+    from core.audio import FileSource
+    from core.session.history import export_entries, read_session
+    from core.session.pipeline import CaptionPipeline
+    from core.settings import Settings
+
+    gap = np.zeros(16000, np.float32)
+    parts = [_clip("librispeech_1089-134686-0000.flac"), gap, _clip("librispeech_2412-153948-0000.flac"), gap,
+             _clip("librispeech_1089-134691-0001.flac")]
+    second = (len(parts[0]) + len(gap)) / 16000, (len(parts[0]) + len(gap) + len(parts[2])) / 16000
+    path = write_wav(tmp_path / "two-readers.wav", np.concatenate(parts))
+
+    class RenameTheSecond(Recorder):
+        def on_progress(self, progress):  # (on_view holds the pipeline's lock)
+            super().on_progress(progress)
+            if not renamed and self.views and any(line.voice == "Speaker 2" for line in self.views[-1].lines):
+                renamed.append(pipe.rename_voice(2, "Ana"))
+
+    renamed: list[str] = []
+    settings = Settings().with_value("translation.target", "none").with_value("speakers.labels", True)
+    rec = RenameTheSecond()
+    out = tmp_path / "session"
+    pipe = CaptionPipeline(settings, tiny_engine, None, rec, out, voice_encoder=encoder)
+    summary = pipe.run(FileSource(path))
+    assert summary.completed and renamed == ["Ana"]
+    lines = rec.views[-1].lines
+    assert len(lines) >= 3 and all(line.voice for line in lines)
+    for line in lines:
+        middle = (line.sentence.start + line.sentence.end) / 2
+        assert line.voice == ("Ana" if second[0] <= middle <= second[1] else "Speaker 1"), line
+    srt = (out / "source.srt").read_text(encoding="utf-8")
+    assert "Speaker 1: " in srt and "Ana: " in srt and "Speaker 2" not in srt
+    session = read_session(out)
+    assert [e.label for e in session.entries] == [line.voice for line in lines]
+    text = export_entries(session.entries, tmp_path / "export.txt", which="source").read_text(encoding="utf-8")
+    assert text.count("Ana: ") == sum(line.voice == "Ana" for line in lines) and "Speaker 2" not in text
+    vtt = export_entries(session.entries, tmp_path / "export.vtt", which="source").read_text(encoding="utf-8")
+    assert "Ana: " in vtt and "Speaker 1: " in vtt
+
+
+def test_in_real_time_labels_come_from_a_worker_and_every_line_gets_one(shared, tiny_engine, encoder, tmp_path):
+    """In real time the labels are found on a worker thread (never on the caption loop); by the end every
+    committed line has one, the journal has them, and the worker is gone."""
+    import json
+    import threading
+
+    from conftest import Recorder
+
+    from core.audio import FileSource
+    from core.session.pipeline import CaptionPipeline
+    from core.settings import Settings
+
+    settings = Settings().with_value("translation.target", "none").with_value("speakers.labels", True)
+    rec = Recorder()
+    pipe = CaptionPipeline(settings, tiny_engine, None, rec, tmp_path, realtime=True, voice_encoder=encoder)
+    summary = pipe.run(FileSource(shared / "asr" / "jfk.flac", realtime=True, speed=2.0))
+    lines = rec.views[-1].lines
+    assert summary.completed and lines and {line.voice for line in lines} == {"Speaker 1"}
+    records = [json.loads(x) for x in (tmp_path / "captions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["index"] for r in records if r["kind"] == "voice") == [line.sentence.index for line in lines]
+    assert not any(t.name == "voice-labels" for t in threading.enumerate())

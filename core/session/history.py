@@ -16,8 +16,8 @@ from pathlib import Path
 from ..captions.subtitles import marked_unverified, to_srt, to_vtt, write_text_atomic
 from ..errors import SottoError
 from ..paths import data_dir
-from ..stream import speaker_label
-from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
+from ..stream import line_label
+from .journal import JOURNAL_FILE, RENAME, SESSION, TRANSCRIPT, TRANSLATION, VOICE, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
 UNVERIFIED_NOTE = "(unverified)"  # after a line kept as the drafter heard it, in text exports and the History
@@ -34,6 +34,13 @@ class HistoryEntry:
     translation: str | None = None
     speaker: str = ""  # "me" or "them" when the session captioned several streams
     verified: bool | None = None  # False: kept as the drafter heard it (None: nothing verified lines)
+    voice: str = ""  # who said it, where speaker labels were on ("Them 2", or the name it was given)
+    voice_id: int = 0  # that voice's number in its session (0: none)
+
+    @property
+    def label(self) -> str:
+        """What is written before it: its voice, else its stream's speaker ("" for a single stream)."""
+        return line_label(self.speaker, self.voice)
 
 
 @dataclass
@@ -68,6 +75,7 @@ def read_session(path: Path) -> HistorySession:
     if not journal.exists():
         return session
     by_index: dict[int, HistoryEntry] = {}
+    names: dict[int, str] = {}  # voice number → the name it was given
     records, session.damaged_lines = read_records(journal)
     for event in records:
         kind = event.get("kind")
@@ -83,6 +91,17 @@ def read_session(path: Path) -> HistorySession:
                                      verified=None if verified is None else bool(verified))
                 by_index[entry.index] = entry
                 session.entries.append(entry)
+        elif kind == VOICE:
+            entry = by_index.get(int(event.get("index", -1)))
+            if entry is not None:
+                entry.voice_id = int(event.get("voice", 0))
+                entry.voice = names.get(entry.voice_id) or str(event.get("label", ""))
+        elif kind == RENAME:  # the name holds for every line of that voice, before the rename too
+            voice, label = int(event.get("voice", 0)), str(event.get("label", ""))
+            names[voice] = label
+            for entry in session.entries:
+                if entry.voice_id == voice:
+                    entry.voice = label
         elif kind == TRANSLATION:
             for fr in event.get("frozen", []):
                 entry = by_index.get(int(fr["index"]))
@@ -149,7 +168,7 @@ def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = No
         if which in ("translation", "both") and e.translation:
             parts.append(e.translation)
         said = "\n".join(parts)
-        said = f"{speaker_label(e.speaker)}: {said}" if e.speaker and said else said
+        said = f"{e.label}: {said}" if e.label and said else said
         if e.verified is False and said:
             said = marked_unverified(said) if fmt != "txt" else f"{said} {UNVERIFIED_NOTE}"
         return said
