@@ -149,6 +149,7 @@ class CaptionLine:
     translation: str | None = None
     provisional: str | None = None  # the partial translation last shown for it, until the final one arrives
     voice: str = ""  # who said it (its speaker label), once known; "" where speaker labels are off
+    voice_id: int = 0  # that voice's number in the session (0: not known), e.g. to give it a colour
 
     @property
     def label(self) -> str:

@@ -237,3 +237,57 @@ def test_in_real_time_labels_come_from_a_worker_and_every_line_gets_one(shared, 
     records = [json.loads(x) for x in (tmp_path / "captions.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(r["index"] for r in records if r["kind"] == "voice") == [line.sentence.index for line in lines]
     assert not any(t.name == "voice-labels" for t in threading.enumerate())
+
+
+def test_the_overlay_shows_a_speaker_change_as_the_setting_says(qtbot):
+    """Lines of a meeting's other side from two voices: "label" writes each voice's label before its line,
+    "colour" a mark in a colour per voice before "Them:", "none" only "Them:"."""
+    import dataclasses
+
+    from app.views.overlay import VOICE_MARK, VOICE_STYLE, CaptionOverlay
+    from core.settings import OverlaySettings
+    from core.stream import CaptionLine, CaptionView, PartialLine, Sentence
+
+    said = [("Them 1", 1, "Is the guest house near the centre?"), ("Them 2", 2, "It is on Trinity Street."),
+            ("Them 1", 1, "Thank you.")]
+    view = CaptionView([CaptionLine(Sentence(i, text, 2.0 * i, 2.0 * i + 1.5, "them"), voice=voice, voice_id=n)
+                        for i, (voice, n, text) in enumerate(said)], [PartialLine(speaker="them")])
+    shown = {}
+    for style in ("label", "colour", "none"):
+        overlay = CaptionOverlay(dataclasses.replace(OverlaySettings(), speaker_style=style, lines=8))
+        qtbot.addWidget(overlay)
+        overlay.resize(900, 400)
+        overlay.show()
+        qtbot.waitExposed(overlay)
+        overlay.show_view(view)
+        qtbot.waitUntil(lambda o=overlay: bool(o.painted))
+        shown[style] = (overlay.painted[-1][0], overlay)
+    assert shown["label"][0].splitlines() == [f"{v}: {t}" for v, _, t in said]
+    assert shown["none"][0].splitlines() == [f"Them: {t}" for _, _, t in said]
+    assert shown["colour"][0].splitlines() == [f"{VOICE_MARK}Them: {t}" for _, _, t in said]
+    overlay = shown["colour"][1]
+    colours = [overlay.pen_colour(run.style, "#ffffff").name() for line in overlay.painted_lines[-1][0]
+               for run in line if run.style.startswith(VOICE_STYLE)]
+    assert len(colours) == 3 and colours[0] == colours[2] != colours[1]
+
+
+def test_the_settings_panel_shows_the_speaker_settings_and_asks_to_change_them(qtbot, tmp_path, monkeypatch):
+    from app.views.settings_panel import SettingsPanel
+    from core.settings import Settings
+
+    monkeypatch.setenv("SOTTO_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path / "data"))
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert not panel.speaker_labels.isChecked() and panel.speaker_style.currentData() == "label"
+    panel.load(Settings().with_value("speakers.labels", True).with_value("speakers.expected", 3)
+               .with_value("overlay.speaker_style", "colour"))
+    assert panel.speaker_labels.isChecked() and panel.speakers_expected.value() == 3
+    assert panel.speaker_style.currentData() == "colour"
+    for change, expected in ((lambda: panel.speaker_labels.setChecked(False), ["speakers.labels", False]),
+                             (lambda: panel.speakers_expected.setValue(2), ["speakers.expected", 2]),
+                             (lambda: panel.speaker_style.setCurrentIndex(panel.speaker_style.findData("none")),
+                              ["overlay.speaker_style", "none"])):
+        with qtbot.waitSignal(panel.change_requested) as blocker:
+            change()
+        assert blocker.args == expected

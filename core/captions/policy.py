@@ -247,11 +247,11 @@ class CaptionPolicy:
         self._record_translation()
         return self.view()
 
-    def on_voice(self, index: int, voice: str) -> CaptionView:
-        """Label the committed line ``index`` with its voice (its speaker's label); returns the new view."""
+    def on_voice(self, index: int, voice_id: int, voice: str) -> CaptionView:
+        """Label the committed line ``index`` with its voice (its number and label); returns the new view."""
         line = self._by_index.get(index)
         if line is not None:
-            line.voice = voice
+            line.voice_id, line.voice = voice_id, voice
         return self.view()
 
     # -- view ----------------------------------------------------------------------------

@@ -413,7 +413,7 @@ class CaptionPipeline:
         now = self._now()
         label = self.voices.tracker.label(voice.speaker) if self.voices is not None else voice.label  # renamed since
         with self._lock:
-            view = self.policy.on_voice(index, label)
+            view = self.policy.on_voice(index, voice.speaker, label)
             if self.journal is not None:
                 self.journal.voice(now, index, voice.speaker, label, voice.similarity, voice.mixed)
             self.listener.on_view(view)
@@ -428,7 +428,7 @@ class CaptionPipeline:
         now = self._now()
         with self._lock:
             for index in self.voices.voices(voice):
-                self.policy.on_voice(index, label)
+                self.policy.on_voice(index, voice, label)
             if self.journal is not None:
                 self.journal.rename(now, voice, label)
             self.listener.on_view(self.policy.view())
