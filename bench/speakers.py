@@ -3,18 +3,19 @@
 Each call of the gathered data (``../shared/data/gathered``, the manifest's rows of ``--split`` with a
 ``NAME.speakers.tsv``: start, end, speaker, text per turn) is mixed to mono, as a meeting's "Them"
 stream hears the other side. Its **lines** are the offline greedy decode of the bundled Whisper base
-(as ``sotto bench meeting`` decodes offline: pieces of at most 30 s, int8), cut after a word that ends
-a sentence (. ? !) or before a pause of at least ``PAUSE_S`` — the lines the live path commits are
-sentences too. Each line's audio (its first word's start to its last word's end) goes through
+(as ``sotto bench meeting`` decodes offline: pieces of at most 30 s, the app's verifier settings), cut
+after a word that ends a sentence (. ? !) or before a pause of at least ``PAUSE_S`` — the lines the
+live path commits are sentences too. Each line's audio (its first word's start to its last word's end) goes through
 :class:`~core.speakers.SpeakerTracker` in order, as the app labels committed lines.
 
 Per call: plain WER (every word against the reference); cpWER (the words of each label against the
 reference speaker it is matched with, the matching that gives the fewest errors; a label or speaker
 left over counts its words as insertions or deletions); the cpWER of one label for everyone (what the
 app showed before); the share of lines whose label is matched to the reference speaker who spoke most
-of the line's time; speakers found against speakers in the reference; and the encoder's CPU-s per
-audio-s of the call (every line embedded; ``time.process_time``, the whole process). Words are
-normalised as ``sotto bench meeting`` does.
+of the line's time; each also with the labels after the merges that came later ("final": a
+speaker found to be another's voice relabels its lines); speakers found against speakers in the
+reference; and the encoder's CPU-s per audio-s of the call (every line embedded; ``time.process_time``,
+the whole process). Words are normalised as ``sotto bench meeting`` does.
 
 ``--thresholds`` and ``--contrasts`` score several settings of the tracker (every pair) from the same
 embeddings (to tune on ``--split tune``).
@@ -167,12 +168,21 @@ def score_labels(lines: list[Line], labels: list[str], turns: list[Turn]) -> dic
             "speakers_found": len(hyp), "speakers": len(ref), "matching": matching}
 
 
-def label_lines(embedded: list[tuple[np.ndarray, float]], options) -> list[str]:
-    """The label of each line, in order, from the lines' window embeddings and seconds."""
+def label_lines(embedded: list[tuple[np.ndarray, float]], options) -> tuple[list[str], list[str]]:
+    """The label of each line as first shown, and after the merges that came later (the lines of a speaker
+    found to be another's voice take that one's label), from the lines' window embeddings and seconds."""
     from core.speakers import SpeakerTracker
 
     tracker = SpeakerTracker(None, options)
-    return [str(tracker.assign_embedding(w.mean(axis=0), s, w).speaker) for w, s in embedded]
+    shown: list[int] = []
+    final: list[int] = []
+    for windows, seconds in embedded:
+        a = tracker.assign_embedding(windows.mean(axis=0), seconds, windows)
+        shown.append(a.speaker)
+        if a.merged is not None:
+            final = [a.merged[1] if x == a.merged[0] else x for x in final]
+        final.append(a.speaker)
+    return [str(x) for x in shown], [str(x) for x in final]
 
 
 def decode_lines(engine, audio: np.ndarray) -> list[Line]:
@@ -201,8 +211,11 @@ def run(recordings: list[tuple[str, Path]], settings: list[tuple[float, float]],
             if engine is None:
                 from core.asr import FasterWhisperEngine
                 from core.models import ModelStore
+                from core.settings import Settings
 
-                engine = FasterWhisperEngine(ModelStore().resolve("whisper-base"), compute_type="int8")
+                asr = Settings().asr  # as the app runs its verifier (and `sotto bench meeting` decodes offline)
+                engine = FasterWhisperEngine(ModelStore().resolve(asr.verifier), compute_type=asr.compute_dtype,
+                                             encoder_seconds=asr.encoder_seconds)
             lines = decode_lines(engine, audio)
         decoded[name] = [asdict(x) for x in lines]
         cpu = time.process_time()
@@ -215,13 +228,15 @@ def run(recordings: list[tuple[str, Path]], settings: list[tuple[float, float]],
         cpu = time.process_time() - cpu
         audio_s = len(audio) / SAMPLE_RATE
         for threshold, contrast in settings:
-            labels = label_lines(embedded, TrackerOptions(threshold=threshold, contrast=contrast,
-                                                          max_speakers=max_speakers))
+            labels, final = label_lines(embedded, TrackerOptions(threshold=threshold, contrast=contrast,
+                                                                 max_speakers=max_speakers))
+            corrected = score_labels(lines, final, turns)
             rows.append({"recording": name, "threshold": threshold, "contrast": contrast,
                          "audio_s": round(audio_s, 1), "lines": len(lines),
                          "line_audio_s": round(sum(s for _, s in embedded), 1),
                          "encoder_cpu_per_audio_s": round(cpu / audio_s, 4), **score_labels(lines, labels, turns),
-                         "labels": labels})
+                         "cpwer_final": corrected["cpwer"], "label_accuracy_final": corrected["label_accuracy"],
+                         "speakers_final": corrected["speakers_found"], "labels": labels, "labels_final": final})
     if lines_file and not lines_file.is_file():
         lines_file.write_text(json.dumps(decoded, indent=1), encoding="utf-8")
     return {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "lines_from": "whisper-base offline greedy",
@@ -242,8 +257,12 @@ def totals(rows: list[dict]) -> list[dict]:
         out.append({"threshold": threshold, "contrast": contrast, "recordings": len(rs),
                     "audio_s": round(sum(r["audio_s"] for r in rs), 1),
                     "ref_words": words, "wer": weighted("wer"), "cpwer": weighted("cpwer"),
+                    "cpwer_final": weighted("cpwer_final"),
                     "one_label_cpwer": weighted("one_label_cpwer"),
                     "label_accuracy": round(sum((r["label_accuracy"] or 0) * r["lines"] for r in rs) / judged, 4),
+                    "label_accuracy_final": round(sum((r["label_accuracy_final"] or 0) * r["lines"] for r in rs)
+                                                  / judged, 4),
+                    "speakers_final": sum(r["speakers_final"] for r in rs),
                     "speakers_found": sum(r["speakers_found"] for r in rs), "speakers": sum(r["speakers"] for r in rs),
                     "encoder_cpu_per_audio_s": round(sum(r["encoder_cpu_per_audio_s"] * r["audio_s"] for r in rs)
                                                      / sum(r["audio_s"] for r in rs), 4)})
@@ -251,22 +270,25 @@ def totals(rows: list[dict]) -> list[dict]:
 
 
 def table(result: dict) -> str:
-    head = ("| recording | threshold / contrast | audio s | lines | WER | cpWER | one-label cpWER | line label right | "
-            "speakers found / ref | encoder CPU-s/audio-s |")
+    head = ("| recording | threshold / contrast | audio s | lines | WER | cpWER (final) | one-label cpWER | "
+            "line label right (final) | speakers found (final) / ref | encoder CPU-s/audio-s |")
     out = [f"Measured {result['date']} on {result['machine']} (lines: {result['lines_from']}; mixed to mono).", "",
            head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         out.append(f"| {r['recording']} | {r['threshold']} / {r['contrast']} | {r['audio_s']} | {r['lines']} | "
                    f"{r['wer']:.1%} | "
-                   f"{r['cpwer']:.1%} | {r['one_label_cpwer']:.1%} | {r['label_accuracy']:.0%} | "
-                   f"{r['speakers_found']} / {r['speakers']} | {r['encoder_cpu_per_audio_s']:.3f} |")
-    out += ["", "| threshold / contrast | calls | audio s | WER | cpWER | one-label cpWER | line label right | "
-            "speakers found / ref | encoder CPU-s/audio-s |",
+                   f"{r['cpwer']:.1%} ({r['cpwer_final']:.1%}) | {r['one_label_cpwer']:.1%} | "
+                   f"{r['label_accuracy']:.0%} ({r['label_accuracy_final']:.0%}) | "
+                   f"{r['speakers_found']} ({r['speakers_final']}) / {r['speakers']} | "
+                   f"{r['encoder_cpu_per_audio_s']:.3f} |")
+    out += ["", "| threshold / contrast | calls | audio s | WER | cpWER (final) | one-label cpWER | line label right "
+            "(final) | speakers found (final) / ref | encoder CPU-s/audio-s |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t in result["totals"]:
         out.append(f"| {t['threshold']} / {t['contrast']} | {t['recordings']} | {t['audio_s']} | {t['wer']:.1%} | "
-                   f"{t['cpwer']:.1%} | "
-                   f"{t['one_label_cpwer']:.1%} | {t['label_accuracy']:.0%} | {t['speakers_found']} / "
+                   f"{t['cpwer']:.1%} ({t['cpwer_final']:.1%}) | {t['one_label_cpwer']:.1%} | "
+                   f"{t['label_accuracy']:.0%} ({t['label_accuracy_final']:.0%}) | {t['speakers_found']} "
+                   f"({t['speakers_final']}) / "
                    f"{t['speakers']} | {t['encoder_cpu_per_audio_s']:.3f} |")
     return "\n".join(out)
 

@@ -14,7 +14,8 @@ decode instead of making one wait.
 
 from __future__ import annotations
 
-import queue
+import collections
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -24,32 +25,46 @@ from .. import logger
 from ..speakers import SpeakerTracker
 from ..speakers.tracker import SpeakerAssignment
 from ..stream import Sentence
+from ..threads import JobThread
 
 SAMPLE_RATE = 16000
 KEEP_S = 120.0  # the audio kept per stream for lines still to be labelled
 
 LabelCallback = Callable[[int, SpeakerAssignment], None]
-"""Called with a line's index and whose it is."""
+"""Called with a line's index and whose it is: once when it is labelled, and again for each line of a speaker
+found to be another's voice (merged: the tracker's docstring says when)."""
 
 
 class _StreamAudio:
-    """The newest KEEP_S of one stream's audio, with its stream time."""
+    """The newest KEEP_S (or a little more) of one stream's audio, as the chunks it came in, with stream time."""
 
     def __init__(self) -> None:
-        self.start = 0  # stream sample of self.samples[0]
-        self.samples = np.zeros(0, np.float32)
+        self.start = 0  # stream sample of the first chunk's first sample
+        self.chunks: collections.deque[np.ndarray] = collections.deque()
+        self.size = 0
 
     def add(self, chunk: np.ndarray) -> None:
-        self.samples = np.concatenate([self.samples, np.asarray(chunk, np.float32).reshape(-1)])
-        extra = len(self.samples) - int(KEEP_S * SAMPLE_RATE)
-        if extra > 0:
-            self.samples = self.samples[extra:]
-            self.start += extra
+        self.chunks.append(np.asarray(chunk, np.float32).reshape(-1))
+        self.size += len(self.chunks[-1])
+        while self.size - len(self.chunks[0]) >= KEEP_S * SAMPLE_RATE:
+            first = self.chunks.popleft()
+            self.size -= len(first)
+            self.start += len(first)
 
     def cut(self, start_s: float, end_s: float) -> np.ndarray:
         a = max(int(start_s * SAMPLE_RATE) - self.start, 0)
-        b = min(int(end_s * SAMPLE_RATE) - self.start, len(self.samples))
-        return self.samples[a:b].copy() if b > a else np.zeros(0, np.float32)
+        b = min(int(end_s * SAMPLE_RATE) - self.start, self.size)
+        if b <= a:
+            return np.zeros(0, np.float32)
+        pieces, offset = [], 0
+        for chunk in self.chunks:  # only the chunks the line overlaps are copied
+            lo, hi = max(a - offset, 0), min(b - offset, len(chunk))
+            if lo < hi:
+                pieces.append(chunk[lo:hi])
+            offset += len(chunk)
+            if offset >= b:
+                break
+        return np.concatenate(pieces)
 
 
 class VoiceLabeler:
@@ -62,11 +77,7 @@ class VoiceLabeler:
         self._on_label = on_label
         self._voice: dict[int, int] = {}  # sentence index → speaker number
         self._lock = threading.Lock()
-        self._jobs: queue.Queue | None = queue.Queue() if threaded else None
-        self._thread: threading.Thread | None = None
-        if self._jobs is not None:
-            self._thread = threading.Thread(target=self._work, name="voice-labels", daemon=True)
-            self._thread.start()
+        self._worker = JobThread("voice-labels", lambda job: self._label(*job)) if threaded else None
 
     def labels(self, stream: str) -> bool:
         """Whether ``stream``'s lines are labelled."""
@@ -86,10 +97,10 @@ class VoiceLabeler:
             return
         with self._lock:
             piece = audio.cut(sentence.start, sentence.end)
-        if self._jobs is None:
+        if self._worker is None:
             self._label(sentence, piece)
         else:
-            self._jobs.put((sentence, piece))
+            self._worker.submit((sentence, piece))
 
     def voices(self, speaker: int) -> list[int]:
         """The indices of the lines labelled so far as speaker number ``speaker``."""
@@ -98,15 +109,9 @@ class VoiceLabeler:
 
     def close(self) -> None:
         """Label what is queued, then stop the worker."""
-        if self._jobs is not None and self._thread is not None:
-            self._jobs.put(None)
-            self._thread.join()
-            self._thread = None
-
-    def _work(self) -> None:
-        assert self._jobs is not None
-        while (job := self._jobs.get()) is not None:
-            self._label(*job)
+        if self._worker is not None:
+            self._worker.close(timeout=None)
+            self._worker = None
 
     def _label(self, sentence: Sentence, piece: np.ndarray) -> None:
         if len(piece) < SAMPLE_RATE // 10:  # under 0.1 s: no voice to go on (or the audio is long gone)
@@ -116,6 +121,13 @@ class VoiceLabeler:
         except Exception:  # a failed label loses nothing but the label
             logger.exception("speaker label of line %d failed", sentence.index)
             return
+        moved: list[int] = []
         with self._lock:
             self._voice[sentence.index] = assignment.speaker
+            if assignment.merged is not None:
+                gone, kept = assignment.merged
+                moved = [i for i, v in self._voice.items() if v == gone]
+                self._voice.update(dict.fromkeys(moved, kept))
         self._on_label(sentence.index, assignment)
+        for index in moved:  # relabelled as the voice they proved to be
+            self._on_label(index, dataclasses.replace(assignment, speaker=assignment.merged[1], new=False))
