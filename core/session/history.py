@@ -17,7 +17,7 @@ from ..captions.subtitles import marked_unverified, to_srt, to_vtt, write_text_a
 from ..errors import SottoError
 from ..paths import data_dir
 from ..stream import line_label
-from .journal import JOURNAL_FILE, RENAME, SESSION, TRANSCRIPT, TRANSLATION, VOICE, read_records
+from .journal import JOURNAL_FILE, RENAME, SESSION, TRANSCRIPT, TRANSLATION, VOICE, append_rename, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
 UNVERIFIED_NOTE = "(unverified)"  # after a line kept as the drafter heard it, in text exports and the History
@@ -53,6 +53,11 @@ class HistorySession:
     target: str | None = None
     entries: list[HistoryEntry] = field(default_factory=list)
     damaged_lines: int = 0  # lines that could not be read (a crash mid-write leaves at most one)
+
+    @property
+    def voices(self) -> dict[int, str]:
+        """The voices its lines were labelled with (speaker labels on): number → label now."""
+        return {e.voice_id: e.voice for e in self.entries if e.voice_id}
 
     @property
     def name(self) -> str:
@@ -107,6 +112,27 @@ def read_session(path: Path) -> HistorySession:
                 entry = by_index.get(int(fr["index"]))
                 if entry is not None:
                     entry.translation = str(fr["text"]).strip()
+    return session
+
+
+def rename_voice(path: Path, voice: int, name: str) -> HistorySession:
+    """Call voice number ``voice`` of the saved session in ``path`` ``name``, in every line of it: the journal
+    records it, and the session's subtitle files are written again with the new label. Returns the session
+    read back. Raises :class:`SottoError` in one sentence (no such voice, an empty name, a file not writable)."""
+    session = read_session(path)
+    if voice not in session.voices:
+        raise SottoError(f"This session has no speaker number {voice}; its speakers are "
+                         f"{', '.join(f'{n} ({label})' for n, label in sorted(session.voices.items())) or 'none'}.")
+    if not name.strip():
+        raise SottoError("A speaker's new name cannot be empty.")
+    try:
+        append_rename(path, voice, name.strip())
+        session = read_session(path)
+        for which in ("source", "translation"):
+            if (Path(path) / f"{which}.srt").exists():
+                export_entries(session.entries, Path(path) / f"{which}.srt", "srt", which)
+    except OSError as exc:
+        raise SottoError(f"Could not rename the speaker in {path} ({exc.strerror or exc}).") from exc
     return session
 
 

@@ -192,6 +192,12 @@ def _cue(speaker: str, text: str, verified: bool | None, voice: str = "") -> str
     return marked_unverified(said) if verified is False else said
 
 
+def append_rename(directory: Path, voice: int, label: str) -> None:
+    """Add to a finished session's journal that voice number ``voice`` is called ``label`` (raises ``OSError``)."""
+    with open(Path(directory) / JOURNAL_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"kind": RENAME, "wall": None, "voice": voice, "label": label}, ensure_ascii=False) + "\n")
+
+
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of a journal file, and how many lines could not be read (a crash
     mid-write leaves at most one)."""
