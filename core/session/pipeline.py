@@ -420,7 +420,8 @@ class CaptionPipeline:
 
     def rename_voice(self, voice: int, name: str) -> str:
         """Call voice number ``voice`` ``name`` for the rest of the session, its lines so far included, on
-        screen and in the files (an empty name: its number again); returns its label now (thread-safe)."""
+        screen and in the files (an empty name: its number again); returns its label now (thread-safe, but not
+        from a listener's ``on_view``, which runs under the pipeline's lock)."""
         if self.voices is None:
             return ""
         self.voices.tracker.rename(voice, name)
