@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--asr-engine", choices=[k.value for k in ASREngineKind],
                        help="one speech model, or the speculative drafter + verifier pair (asr.drafter, asr.verifier)")
         p.add_argument("--no-vad", action="store_true", help="decode silence too (no voice activity detection)")
+        p.add_argument("--speakers", type=int, nargs="?", const=0, metavar="N",
+                       help="label who speaks (a meeting's other side: Them 1, Them 2, …; one source: Speaker 1, "
+                            "…), expecting N speakers if given")
         p.add_argument("--quiet", action="store_true", help="no live display")
 
     p = sub.add_parser("caption", help="caption an audio file (or 'mic') in the terminal")
@@ -165,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
     p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
                                         "bias", "encoder", "loops", "verified", "threads", "gpu", "gpu-stream",
-                                        "meeting"))
+                                        "meeting", "speakers"))
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

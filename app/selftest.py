@@ -151,6 +151,10 @@ class SelfTest:
             path = store.resolve(spec.name)
             if spec.kind == "whisper-ct2":
                 self._loaded[spec.name] = FasterWhisperEngine(path)
+            elif spec.kind == "voice-encoder":  # speaker labels: its weights converted and loaded
+                from core.speakers.model import load_encoder
+
+                self._loaded[spec.name] = load_encoder(store)
             else:
                 self._loaded[spec.name] = LlamaTranslator(path, TranslatorOptions(target_lang="de", n_ctx=512))
             found.append(f"{spec.name} ({'shipped' if store.bundled and store.bundled in path.parents else 'store'})")

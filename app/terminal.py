@@ -51,9 +51,9 @@ RESET = "\033[0m"
 CLEAR_LINE = "\033[2K"
 
 
-def _said(sentence) -> str:
-    """A finished sentence, after its speaker's name when there are several streams."""
-    return f"{speaker_label(sentence.speaker)}: {sentence.text}" if sentence.speaker else sentence.text
+def _said(line) -> str:
+    """A finished line, after its voice's label or its speaker's name when it has one (as it is when printed)."""
+    return f"{line.label}: {line.sentence.text}" if line.label else line.sentence.text
 
 
 def _fit(text: str, width: int) -> str:
@@ -151,7 +151,7 @@ class TerminalDisplay:
                 line = lines[self._printed_lines]
                 if self.show_translation and line.translation is None and not self._flush_all:
                     break
-                out.write(f"{BOLD if self.tty else ''}{_said(line.sentence)}{RESET if self.tty else ''}\n")
+                out.write(f"{BOLD if self.tty else ''}{_said(line)}{RESET if self.tty else ''}\n")
                 if self.show_translation and line.translation:
                     out.write(f"{CYAN if self.tty else '  → '}{line.translation}{RESET if self.tty else ''}\n")
                 self._printed_lines += 1
@@ -162,7 +162,7 @@ class TerminalDisplay:
         if view is not None:
             pending = view.lines[self._printed_lines:]
             for line in pending:
-                live.append(_fit(_said(line.sentence), width))
+                live.append(_fit(_said(line), width))
             for partial in view.partials:
                 label = f"{speaker_label(partial.speaker)}: " if partial.speaker else ""
                 for text in partial.held:  # finished, waiting for verification (provisional): replaced in place
@@ -210,6 +210,8 @@ def caption(args: argparse.Namespace) -> int:
             settings = settings.with_value(key, value)
     if args.no_vad:
         settings = settings.with_value("asr.vad", False)
+    if getattr(args, "speakers", None) is not None:
+        settings = settings.with_value("speakers.labels", True).with_value("speakers.expected", args.speakers)
     source_spec = args.input
     if source_spec == "mic" and settings.audio.device:
         source_spec = f"mic:{settings.audio.device}"

@@ -26,7 +26,7 @@ from .hotkeys import refusal as hotkey_refusal
 from .paths import config_dir, write_atomic
 from .text import TARGET_LANGUAGES, language_name
 
-SETTINGS_VERSION = 8
+SETTINGS_VERSION = 9
 # where SSBD's bias applies (core.translate.translator.bias_rules; measured by `sotto bench bias`)
 BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # Version history: 1 — audio, asr, translation, captions; 2 — adds ``overlay`` (the desktop
@@ -38,7 +38,8 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # default); 7 — retunes ``translation.beta`` from 0.2 to 0.5 (an unfinished line's translation keeps
 # its previous words) and ``translation.partial_share`` from 0.3 to 0.2, and adds
 # ``translation.lookup``; 8 — moves the ``hotkeys`` defaults from Ctrl+Shift+S/P/O/T (Save As, a private
-# window, the bookmarks and reopen closed tab elsewhere) to Ctrl+Alt+Shift+Space/P/O/X. Keys added
+# window, the bookmarks and reopen closed tab elsewhere) to Ctrl+Alt+Shift+Space/P/O/X; 9 — adds the
+# ``speakers`` section (speaker labels: on/off, how many to expect) and ``overlay.speaker_style``. Keys added
 # without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
@@ -218,6 +219,18 @@ class OverlaySettings:
     # where it was on each screen it has been on: "NAME=x,y,width,height" (x, y from the screen's top-left
     # corner) joined by " | " (overlay_places)
     places: str = _setting("", LIVE, **_PLACES)
+    # where lines carry speaker labels (speakers.labels): the label before each line, a colour per speaker,
+    # or neither
+    speaker_style: str = _setting("label", LIVE, choices=("label", "colour", "none"))
+
+
+@dataclass
+class SpeakerSettings:
+    """Who said what (core.speakers): each committed line of the other side of a meeting labelled "Them 1",
+    "Them 2", … from its voice (read when captions start)."""
+
+    labels: bool = _setting(False, NEXT_START)  # meetings: label the other side's speakers
+    expected: int = _setting(0, NEXT_START, lo=0, hi=20)  # how many speakers to expect there (0: unknown)
 
 
 # A key combination in Qt's portable key-sequence text (QKeySequence.PortableText): modifiers, then one
@@ -256,6 +269,7 @@ class Settings:
     captions: CaptionSettings = field(default_factory=CaptionSettings)
     overlay: OverlaySettings = field(default_factory=OverlaySettings)
     hotkeys: HotkeySettings = field(default_factory=HotkeySettings)
+    speakers: SpeakerSettings = field(default_factory=SpeakerSettings)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for TOML."""
@@ -296,7 +310,7 @@ class Settings:
         return getattr(getattr(self, section), name)
 
 
-_SECTIONS = ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
+_SECTIONS = ("audio", "asr", "translation", "captions", "overlay", "hotkeys", "speakers")
 
 
 @functools.cache  # once per process: every save reads the file again (_keep_unreadable)

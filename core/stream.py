@@ -10,7 +10,9 @@ audio → :class:`TranscriptUpdate` (speech recognition) → :class:`Translation
 - **shown** means after display-only mask-k (what the screen has), everything else
   is the model's output;
 - a **speaker** names the stream a sentence came from when there are several
-  (``me``: the microphone, ``them``: what the computer plays); "" when there is one.
+  (``me``: the microphone, ``them``: what the computer plays); "" when there is one;
+- a **voice** is who in a stream said a line, when speaker labels are on (:mod:`core.speakers`):
+  its label ("Them 2", "Speaker 1", or the name the user gave), found just after the line is committed.
 
 Nothing here imports another part of Sotto but :mod:`core.text`, so every stage can depend on it.
 """
@@ -45,6 +47,11 @@ ME, THEM = "me", "them"  # the speakers of a meeting: the microphone, and what t
 def speaker_label(speaker: str) -> str:
     """How a speaker is written before a caption ("Me", "Them"; "" for a single stream)."""
     return speaker.capitalize()
+
+
+def line_label(speaker: str, voice: str = "") -> str:
+    """What is written before a committed line: its voice's label where known, else its stream's ("" for none)."""
+    return voice or speaker_label(speaker)
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,13 @@ class CaptionLine:
     sentence: Sentence
     translation: str | None = None
     provisional: str | None = None  # the partial translation last shown for it, until the final one arrives
+    voice: str = ""  # who said it (its speaker label), once known; "" where speaker labels are off
+    voice_id: int = 0  # that voice's number in the session (0: not known), e.g. to give it a colour
+
+    @property
+    def label(self) -> str:
+        """What is written before it: its voice, else its stream's speaker ("" for a single stream)."""
+        return line_label(self.sentence.speaker, self.voice)
 
 
 @dataclass

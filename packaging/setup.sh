@@ -81,6 +81,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   fi
   pip install --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
   pip install -r requirements.lock
+  # The GE2E voice encoder's weights (speaker labels) ship inside Resemblyzer's wheel; Sotto reads
+  # only that file (converted to numpy), so none of its dependencies (librosa, webrtcvad) are needed.
+  pip install --no-deps Resemblyzer==0.1.4
   pip install --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"
 fi

@@ -158,7 +158,8 @@ def test_every_setting_says_when_it_applies():
 
     from core.settings import LIVE_KEYS, NEXT_START_KEYS, Applies, applies
 
-    keys = [f"{section}.{f.name}" for section in ("audio", "asr", "translation", "captions", "overlay", "hotkeys")
+    keys = [f"{section}.{f.name}" for section in ("audio", "asr", "translation", "captions", "overlay", "hotkeys",
+                                                 "speakers")
             for f in dataclasses.fields(getattr(Settings(), section))]
     assert all(isinstance(applies(key), Applies) for key in keys)
     assert sorted(NEXT_START_KEYS + LIVE_KEYS) == sorted(keys)

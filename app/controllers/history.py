@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from core.errors import SottoError
-from core.session.history import CaptionHistory, HistoryEntry, export_entries, read_session
+from core.session.history import CaptionHistory, HistoryEntry, export_entries, read_session, rename_voice
 
 from ..views.history_window import HistoryWindow
 
@@ -31,6 +31,7 @@ class HistoryController(QObject):
             hw.session_selected.connect(self.select_session)
             hw.export_requested.connect(self.export)
             hw.refresh_requested.connect(self.refresh)
+            hw.rename_requested.connect(self.rename)
             self.window = hw
         self.refresh()
         self.window.show()
@@ -66,6 +67,7 @@ class HistoryController(QObject):
             return
         hits = self.history.search(query)
         self._shown = [e for _, e in hits]
+        hw.show_voices({})  # renaming is per session
         hw.show_entries(self._shown, f"{len(hits)} caption(s) contain “{query}”.")
 
     def select_session(self, name: str) -> None:
@@ -79,6 +81,19 @@ class HistoryController(QObject):
         if session.damaged_lines:
             note += f" — {session.damaged_lines} damaged line(s) skipped (the app stopped mid-write)."
         hw.show_entries(session.entries, note)
+        hw.show_voices(session.voices)
+
+    def rename(self, voice: int, name: str) -> None:
+        """Call speaker ``voice`` of the selected session ``name``, in every line of it and its files."""
+        hw = self.window
+        if hw is None or not hw.current_session_name():
+            return
+        try:
+            rename_voice(self.history.root / hw.current_session_name(), voice, name)
+        except SottoError as exc:
+            hw.show_status(str(exc))
+            return
+        self.select_session(hw.current_session_name())
 
     def export(self, path: str, fmt: str, which: str) -> Path | None:
         """Export the captions shown in the history window; None if that failed (the window says why)."""

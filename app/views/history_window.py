@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -22,7 +23,6 @@ from PySide6.QtWidgets import (
 )
 
 from core.session.history import UNVERIFIED_NOTE, HistoryEntry, HistorySession
-from core.stream import speaker_label
 
 _NAME = Qt.ItemDataRole.UserRole  # where a session item keeps its folder name
 UNVERIFIED_TIP = ("Not verified: captioning stopped (or the verifier failed) before this line was checked, "
@@ -42,6 +42,7 @@ class HistoryWindow(QWidget):
     session_selected = Signal(str)  # session folder name ("" = search results across all)
     export_requested = Signal(str, str, str)  # path, format, which
     refresh_requested = Signal()
+    rename_requested = Signal(int, str)  # a voice of the selected session, its new name
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,6 +72,12 @@ class HistoryWindow(QWidget):
             b.clicked.connect(lambda _=False, f=fmt: self._export(f))
             buttons.addWidget(b)
         buttons.addStretch(1)
+        self.rename = QPushButton("Rename a speaker…")
+        self.rename.setObjectName("renameSpeaker")
+        self.rename.setVisible(False)
+        self.rename.clicked.connect(self._rename)
+        buttons.addWidget(self.rename)
+        self._voices: dict[int, str] = {}
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh_requested.emit)
         buttons.addWidget(refresh)
@@ -119,7 +126,7 @@ class HistoryWindow(QWidget):
         self.table.setRowCount(len(entries))
         for row, e in enumerate(entries):
             self.table.setItem(row, 0, QTableWidgetItem(_stamp(e.start)))
-            said = f"{speaker_label(e.speaker)}: {e.source}" if e.speaker else e.source
+            said = f"{e.label}: {e.source}" if e.label else e.source
             source, translation = QTableWidgetItem(said), QTableWidgetItem(e.translation or "")
             if e.verified is False:  # kept as first heard: italic, with the note and why on hover
                 source.setText(f"{said} {UNVERIFIED_NOTE}")
@@ -132,6 +139,20 @@ class HistoryWindow(QWidget):
             self.table.setItem(row, 2, translation)
         self.table.resizeRowsToContents()
         self.show_status(note)
+
+    def show_voices(self, voices: dict[int, str]) -> None:
+        """The speakers of the session shown (number → label), whom "Rename a speaker…" offers; none: hidden."""
+        self._voices = dict(voices)
+        self.rename.setVisible(bool(voices))
+
+    def _rename(self) -> None:
+        labels = [self._voices[n] for n in sorted(self._voices)]
+        label, ok = QInputDialog.getItem(self, "Rename a speaker", "Speaker", labels, 0, False)
+        if not ok:
+            return
+        name, ok = QInputDialog.getText(self, "Rename a speaker", f"New name for {label}")
+        if ok and name.strip():
+            self.rename_requested.emit(sorted(self._voices)[labels.index(label)], name.strip())
 
     def _export(self, fmt: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, f"Export captions as {fmt.upper()}", f"captions.{fmt}",

@@ -44,6 +44,24 @@ def _label(speaker: str) -> str:
     """The speaker's name before a caption when there are several streams ("Them: ")."""
     return f"{speaker_label(speaker)}: " if speaker else ""
 
+
+# overlay.speaker_style "colour": a mark in one of these before each line, a colour per voice (in the order
+# voices were first heard); chosen to stay apart from each other and from the default text colours
+VOICE_COLOURS = ("#4fc3f7", "#ffb74d", "#aed581", "#f06292", "#ba68c8", "#4db6ac", "#e57373", "#fff176")
+VOICE_MARK = "\u25cf "  # a dot before the line
+VOICE_STYLE = "voice"  # a run's style "voice<N>": the mark of voice number N
+
+
+def _line_parts(line, text: str, style: str, speaker_style: str) -> list[tuple[str, str]]:
+    """A committed line's runs, after its label as ``overlay.speaker_style`` says: its voice's label
+    ("Them 2: "), a mark in its voice's colour before its stream's label, or its stream's label alone."""
+    if speaker_style == "label" and line.voice:
+        return [(f"{line.voice}: " + text, style)]
+    said = [(_label(line.sentence.speaker) + text, style)]
+    if speaker_style == "colour" and line.voice_id:
+        return [(VOICE_MARK, f"{VOICE_STYLE}{line.voice_id}"), *said]
+    return said
+
 class CaptionOverlay(QWidget):
     """The caption window users keep on top of their meeting or video."""
 
@@ -184,8 +202,8 @@ class CaptionOverlay(QWidget):
         view = self._view
         if view is None:
             return []
-        paragraphs = [[(_label(line.sentence.speaker) + line.sentence.text.strip(), COMMITTED)]
-                      for line in self._lines(view)]
+        voices = self.look.speaker_style
+        paragraphs = [_line_parts(line, line.sentence.text.strip(), COMMITTED, voices) for line in self._lines(view)]
         reading = self.look.reading_mode
         for p in self._partials(view):
             if not reading:  # a held line may still change when it is verified
@@ -203,11 +221,12 @@ class CaptionOverlay(QWidget):
         view = self._view
         if view is None:
             return []
+        voices = self.look.speaker_style
         if self.look.reading_mode:  # frozen translations only
-            return [[(_label(line.sentence.speaker) + line.translation.strip(), COMMITTED)]
+            return [_line_parts(line, line.translation.strip(), COMMITTED, voices)
                     for line in self._lines(view) if line.translation]
-        paragraphs = [[(_label(line.sentence.speaker) + (line.translation or line.provisional or "…").strip(),
-                        COMMITTED if line.translation else TENTATIVE)] for line in self._lines(view)]
+        paragraphs = [_line_parts(line, (line.translation or line.provisional or "…").strip(),
+                                  COMMITTED if line.translation else TENTATIVE, voices) for line in self._lines(view)]
         for p in self._partials(view):
             if p.shown_translation.strip():
                 paragraphs.append([(_label(p.speaker) + p.shown_translation.strip(), TENTATIVE)])
@@ -293,11 +312,14 @@ class CaptionOverlay(QWidget):
 
     def pen_colour(self, style: str, colour: str) -> QColor:
         """The colour of a run of ``style`` on a track whose text is ``colour``: the tentative colour for
-        unconfirmed words; for a held line (a draft waiting for its verification) the text colour,
-        dimmed, upright and in the same font, so that it reads as provisional and its verified words
-        replace it without moving anything; the text colour for committed words."""
+        unconfirmed words; a voice's colour for its mark; for a held line (a draft waiting for its
+        verification) the text colour, dimmed, upright and in the same font, so that it reads as
+        provisional and its verified words replace it without moving anything; the text colour for
+        committed words."""
         if style == TENTATIVE:
             return QColor(self.look.tentative_color)
+        if style.startswith(VOICE_STYLE):  # the mark of a voice (overlay.speaker_style "colour")
+            return QColor(VOICE_COLOURS[(int(style[len(VOICE_STYLE):]) - 1) % len(VOICE_COLOURS)])
         pen = QColor(colour)
         if style == HELD:
             pen.setAlphaF(pen.alphaF() * HELD_ALPHA)

@@ -391,6 +391,15 @@ class SettingsPanel(QDialog):
         form.addRow("Show", self.show_which)
         self.speakers = _combo([("both", "Everyone"), ("them", "Only the others (them)"), ("me", "Only me")])
         form.addRow("In meetings, show", self.speakers)
+        self.speaker_labels = QCheckBox("Tell the others apart: label their lines Them 1, Them 2, … by voice")
+        form.addRow("", self.speaker_labels)
+        self.speakers_expected = QSpinBox()
+        self.speakers_expected.setRange(*_ints(value_range("speakers.expected")))
+        self.speakers_expected.setSpecialValueText("not known")
+        form.addRow("How many others", self.speakers_expected)
+        self.speaker_style = _combo([("label", "Their label before each line"),
+                                     ("colour", "A colour per speaker"), ("none", "Nothing")])
+        form.addRow("A speaker change shows as", self.speaker_style)
         self.lines = QSpinBox()
         self.lines.setRange(*_ints(value_range("overlay.lines")))
         form.addRow("Lines per language", self.lines)
@@ -422,6 +431,10 @@ class SettingsPanel(QDialog):
             lambda: self.change_requested.emit("overlay.show", self.show_which.currentData()))
         self.speakers.currentIndexChanged.connect(
             lambda: self.change_requested.emit("overlay.speakers", self.speakers.currentData()))
+        self.speaker_labels.toggled.connect(lambda on: self.change_requested.emit("speakers.labels", on))
+        self.speakers_expected.valueChanged.connect(lambda v: self.change_requested.emit("speakers.expected", v))
+        self.speaker_style.currentIndexChanged.connect(
+            lambda: self.change_requested.emit("overlay.speaker_style", self.speaker_style.currentData()))
         self.lines.valueChanged.connect(lambda v: self.change_requested.emit("overlay.lines", v))
         self.font.currentFontChanged.connect(lambda f: self.change_requested.emit("overlay.font_family", f.family()))
         self.font_size.valueChanged.connect(lambda v: self.change_requested.emit("overlay.font_size", v))
@@ -595,6 +608,9 @@ class SettingsPanel(QDialog):
             ov = settings.overlay
             _select(self.show_which, ov.show)
             _select(self.speakers, ov.speakers)
+            self.speaker_labels.setChecked(settings.speakers.labels)
+            self.speakers_expected.setValue(settings.speakers.expected)
+            _select(self.speaker_style, ov.speaker_style)
             self.lines.setValue(ov.lines)
             if ov.font_family:
                 self.font.setCurrentFont(ov.font_family)

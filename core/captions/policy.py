@@ -247,6 +247,13 @@ class CaptionPolicy:
         self._record_translation()
         return self.view()
 
+    def on_voice(self, index: int, voice_id: int, voice: str) -> CaptionView:
+        """Label the committed line ``index`` with its voice (its number and label); returns the new view."""
+        line = self._by_index.get(index)
+        if line is not None:
+            line.voice_id, line.voice = voice_id, voice
+        return self.view()
+
     # -- view ----------------------------------------------------------------------------
     def _translation_k(self) -> int:
         return self.mask_k if self.translation_mask_k is None else self.translation_mask_k

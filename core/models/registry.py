@@ -43,7 +43,7 @@ class ModelSpec:
     """A named model: its kind, files and sources."""
 
     name: str
-    kind: str  # "whisper-ct2" or "gguf"
+    kind: str  # "whisper-ct2", "gguf" or "voice-encoder"
     description: str
     approx_size: int
     files: tuple[ModelFile, ...]
@@ -164,6 +164,20 @@ _register(
             ),
         ),
         extra={"prompt_style": "few-shot"},
+    )
+)
+_register(
+    ModelSpec(
+        name="voice-ge2e",
+        kind="voice-encoder",
+        description="GE2E voice encoder from Resemblyzer 0.1.4 (speaker labels; bundled)",
+        approx_size=17_090_379,
+        bundled=True,
+        multilingual=False,
+        files=(
+            ModelFile("pretrained.pt", "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e", 17090379,
+                      (BundledPart("resemblyzer", "pretrained.pt"),)),
+        ),
     )
 )
 for _name, _repo, _size, _desc, _multi in (

@@ -16,8 +16,8 @@ from pathlib import Path
 from ..captions.subtitles import marked_unverified, to_srt, to_vtt, write_text_atomic
 from ..errors import SottoError
 from ..paths import data_dir
-from ..stream import speaker_label
-from .journal import JOURNAL_FILE, SESSION, TRANSCRIPT, TRANSLATION, read_records
+from ..stream import line_label
+from .journal import JOURNAL_FILE, RENAME, SESSION, TRANSCRIPT, TRANSLATION, VOICE, append_rename, read_records
 
 EXPORT_FORMATS = ("srt", "vtt", "txt")
 UNVERIFIED_NOTE = "(unverified)"  # after a line kept as the drafter heard it, in text exports and the History
@@ -34,6 +34,13 @@ class HistoryEntry:
     translation: str | None = None
     speaker: str = ""  # "me" or "them" when the session captioned several streams
     verified: bool | None = None  # False: kept as the drafter heard it (None: nothing verified lines)
+    voice: str = ""  # who said it, where speaker labels were on ("Them 2", or the name it was given)
+    voice_id: int = 0  # that voice's number in its session (0: none)
+
+    @property
+    def label(self) -> str:
+        """What is written before it: its voice, else its stream's speaker ("" for a single stream)."""
+        return line_label(self.speaker, self.voice)
 
 
 @dataclass
@@ -46,6 +53,11 @@ class HistorySession:
     target: str | None = None
     entries: list[HistoryEntry] = field(default_factory=list)
     damaged_lines: int = 0  # lines that could not be read (a crash mid-write leaves at most one)
+
+    @property
+    def voices(self) -> dict[int, str]:
+        """The voices its lines were labelled with (speaker labels on): number → label now."""
+        return {e.voice_id: e.voice for e in self.entries if e.voice_id}
 
     @property
     def name(self) -> str:
@@ -68,6 +80,7 @@ def read_session(path: Path) -> HistorySession:
     if not journal.exists():
         return session
     by_index: dict[int, HistoryEntry] = {}
+    names: dict[int, str] = {}  # voice number → the name it was given
     records, session.damaged_lines = read_records(journal)
     for event in records:
         kind = event.get("kind")
@@ -83,11 +96,43 @@ def read_session(path: Path) -> HistorySession:
                                      verified=None if verified is None else bool(verified))
                 by_index[entry.index] = entry
                 session.entries.append(entry)
+        elif kind == VOICE:
+            entry = by_index.get(int(event.get("index", -1)))
+            if entry is not None:
+                entry.voice_id = int(event.get("voice", 0))
+                entry.voice = names.get(entry.voice_id) or str(event.get("label", ""))
+        elif kind == RENAME:  # the name holds for every line of that voice, before the rename too
+            voice, label = int(event.get("voice", 0)), str(event.get("label", ""))
+            names[voice] = label
+            for entry in session.entries:
+                if entry.voice_id == voice:
+                    entry.voice = label
         elif kind == TRANSLATION:
             for fr in event.get("frozen", []):
                 entry = by_index.get(int(fr["index"]))
                 if entry is not None:
                     entry.translation = str(fr["text"]).strip()
+    return session
+
+
+def rename_voice(path: Path, voice: int, name: str) -> HistorySession:
+    """Call voice number ``voice`` of the saved session in ``path`` ``name``, in every line of it: the journal
+    records it, and the session's subtitle files are written again with the new label. Returns the session
+    read back. Raises :class:`SottoError` in one sentence (no such voice, an empty name, a file not writable)."""
+    session = read_session(path)
+    if voice not in session.voices:
+        raise SottoError(f"This session has no speaker number {voice}; its speakers are "
+                         f"{', '.join(f'{n} ({label})' for n, label in sorted(session.voices.items())) or 'none'}.")
+    if not name.strip():
+        raise SottoError("A speaker's new name cannot be empty.")
+    try:
+        append_rename(path, voice, name.strip())
+        session = read_session(path)
+        for which in ("source", "translation"):
+            if (Path(path) / f"{which}.srt").exists():
+                export_entries(session.entries, Path(path) / f"{which}.srt", "srt", which)
+    except OSError as exc:
+        raise SottoError(f"Could not rename the speaker in {path} ({exc.strerror or exc}).") from exc
     return session
 
 
@@ -149,7 +194,7 @@ def export_entries(entries: list[HistoryEntry], path: Path, fmt: str | None = No
         if which in ("translation", "both") and e.translation:
             parts.append(e.translation)
         said = "\n".join(parts)
-        said = f"{speaker_label(e.speaker)}: {said}" if e.speaker and said else said
+        said = f"{e.label}: {said}" if e.label and said else said
         if e.verified is False and said:
             said = marked_unverified(said) if fmt != "txt" else f"{said} {UNVERIFIED_NOTE}"
         return said

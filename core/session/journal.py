@@ -28,11 +28,12 @@ from typing import Any
 
 from .. import logger
 from ..captions.subtitles import marked_unverified, to_srt, write_text_atomic
-from ..stream import TranscriptUpdate, TranslationUpdate, speaker_label
+from ..stream import TranscriptUpdate, TranslationUpdate, line_label
 
 JOURNAL_FILE = "captions.jsonl"
-# Record kinds: the session header, a transcript update, a translation update.
-SESSION, TRANSCRIPT, TRANSLATION = "session", "source", "translation"
+# Record kinds: the session header, a transcript update, a translation update, a line's voice (its
+# speaker label, found after the line), a voice renamed (for every line of it, before and after).
+SESSION, TRANSCRIPT, TRANSLATION, VOICE, RENAME = "session", "source", "translation", "voice", "rename"
 
 
 class CaptionJournal:
@@ -45,8 +46,12 @@ class CaptionJournal:
         self.problem: str | None = None  # why writing stopped (one sentence), once it has
         self._on_problem = on_problem
         self._jsonl = None
-        self.source_cues: list[tuple[float, float, str]] = []
+        self.source_cues: dict[int, tuple[float, float, str]] = {}
         self.translation_cues: dict[int, tuple[float, float, str]] = {}
+        self._lines: dict[int, tuple[str, bool | None, str]] = {}  # index → speaker, verified, source text
+        self._translations: dict[int, str] = {}
+        self._voice_of: dict[int, int] = {}  # index → voice number
+        self._voice_labels: dict[int, str] = {}  # voice number → its label now
         self._write(self._open)
         self._record({"kind": SESSION, "started": round(time.time(), 3), **(meta or {})})
 
@@ -88,9 +93,10 @@ class CaptionJournal:
         """Journal a transcript update (``shown``: the partial line as displayed); finished
         sentences also go into ``source.srt``."""
         for s in update.sentences:
-            self.source_cues.append((s.start, s.end, _cue(s.speaker, s.text, s.verified)))
+            self._lines[s.index] = (s.speaker, s.verified, s.text)
+            self.source_cues[s.index] = (s.start, s.end, _cue(s.speaker, s.text, s.verified))
         if update.sentences:
-            self._write(write_text_atomic, self.directory / "source.srt", to_srt(self.source_cues))
+            self._write_source()
         self._record({
             "kind": TRANSCRIPT,
             "wall": round(wall, 3),
@@ -110,7 +116,9 @@ class CaptionJournal:
         translations also go into ``translation.srt``."""
         for f in update.frozen:
             s = f.sentence
-            self.translation_cues[s.index] = (s.start, s.end, _cue(s.speaker, f.text, s.verified))
+            self._translations[s.index] = f.text
+            self.translation_cues[s.index] = (s.start, s.end, _cue(s.speaker, f.text, s.verified,
+                                                                   self._voice_label(s.index)))
         if update.frozen:
             self._write_translation()
         self._record({
@@ -125,6 +133,42 @@ class CaptionJournal:
             **({"speaker": update.speaker} if update.speaker else {}),
         })
 
+    def voice(self, wall: float, index: int, voice: int, label: str, similarity: float, mixed: bool) -> None:
+        """Journal line ``index``'s voice (number and label); its cues in the subtitle files get the label."""
+        self._voice_of[index] = voice
+        self._voice_labels[voice] = label
+        self._relabel([index])
+        self._record({"kind": VOICE, "wall": round(wall, 3), "index": index, "voice": voice, "label": label,
+                      "similarity": similarity, **({"mixed": True} if mixed else {})})
+
+    def rename(self, wall: float, voice: int, label: str) -> None:
+        """Journal that voice number ``voice`` is called ``label`` now; every line of it is relabelled."""
+        self._voice_labels[voice] = label
+        self._relabel([i for i, v in self._voice_of.items() if v == voice])
+        self._record({"kind": RENAME, "wall": round(wall, 3), "voice": voice, "label": label})
+
+    def _voice_label(self, index: int) -> str:
+        voice = self._voice_of.get(index)
+        return self._voice_labels.get(voice, "") if voice is not None else ""
+
+    def _relabel(self, indices: list[int]) -> None:
+        for index in indices:
+            if index not in self._lines:
+                continue
+            speaker, verified, text = self._lines[index]
+            label = self._voice_label(index)
+            start, end, _ = self.source_cues[index]
+            self.source_cues[index] = (start, end, _cue(speaker, text, verified, label))
+            if index in self._translations:
+                self.translation_cues[index] = (start, end, _cue(speaker, self._translations[index], verified, label))
+        if indices:
+            self._write_source()
+            self._write_translation()
+
+    def _write_source(self) -> None:
+        cues = [self.source_cues[i] for i in sorted(self.source_cues)]
+        self._write(write_text_atomic, self.directory / "source.srt", to_srt(cues))
+
     def _write_translation(self) -> None:
         if self.translate:
             cues = [self.translation_cues[i] for i in sorted(self.translation_cues)]
@@ -132,7 +176,7 @@ class CaptionJournal:
 
     def close(self, summary: dict[str, Any]) -> None:
         """Write the final files and ``summary.json`` (nothing once writing has stopped)."""
-        self._write(write_text_atomic, self.directory / "source.srt", to_srt(self.source_cues))
+        self._write_source()
         self._write_translation()
         self._write(write_text_atomic, self.directory / "summary.json",
                     json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
@@ -140,11 +184,18 @@ class CaptionJournal:
             self._write(self._jsonl.close)
 
 
-def _cue(speaker: str, text: str, verified: bool | None) -> str:
-    """A caption for the subtitle files, after its speaker's name when there are several streams, in
-    italics when its line was not verified (:func:`~core.captions.subtitles.marked_unverified`)."""
-    said = f"{speaker_label(speaker)}: {text.strip()}" if speaker else text
+def _cue(speaker: str, text: str, verified: bool | None, voice: str = "") -> str:
+    """A caption for the subtitle files, after its voice's label or its speaker's name when there are
+    several streams, in italics when its line was not verified (:func:`~core.captions.subtitles.marked_unverified`)."""
+    label = line_label(speaker, voice)
+    said = f"{label}: {text.strip()}" if label else text
     return marked_unverified(said) if verified is False else said
+
+
+def append_rename(directory: Path, voice: int, label: str) -> None:
+    """Add to a finished session's journal that voice number ``voice`` is called ``label`` (raises ``OSError``)."""
+    with open(Path(directory) / JOURNAL_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"kind": RENAME, "wall": None, "voice": voice, "label": label}, ensure_ascii=False) + "\n")
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:

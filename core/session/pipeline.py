@@ -33,7 +33,9 @@ from ..captions.policy import CaptionPolicy
 from ..errors import SottoError
 from ..models.advice import model_note
 from ..settings import Settings
-from ..stream import CaptionView, FrozenTranslation, Progress, TranscriptUpdate, TranslationUpdate
+from ..speakers import SpeakerTracker, TrackerOptions, VoiceEncoder
+from ..speakers.tracker import SpeakerAssignment
+from ..stream import THEM, CaptionView, FrozenTranslation, Progress, TranscriptUpdate, TranslationUpdate
 from ..translate.streaming import StreamingTranslator
 from ..translate.translator import LlamaTranslator
 from ..translate.worker import InlineTranslation, TranslationWorker
@@ -50,6 +52,7 @@ from .summary import (
     run_summary,
     translation_info,
 )
+from .voices import VoiceLabeler
 
 
 class MessageLevel(StrEnum):
@@ -115,6 +118,7 @@ class CaptionPipeline:
         out_dir: Path | None = None,
         realtime: bool = False,
         translation_worker: TranslationWorker | None = None,
+        voice_encoder: VoiceEncoder | None = None,
     ) -> None:
         self.settings = settings
         self.asr_engine = asr_engine
@@ -140,6 +144,8 @@ class CaptionPipeline:
         self.journal: CaptionJournal | None = None
         self._translation: TranslationWorker | InlineTranslation | None = None
         self._streaming_translator: StreamingTranslator | None = None
+        self._voice_encoder = voice_encoder  # speaker labels (settings.speakers.labels): loaded at the start if None
+        self.voices: VoiceLabeler | None = None
 
     # -- control (any thread) ------------------------------------------------------------------
     def stop(self, quick: bool = False) -> None:
@@ -203,6 +209,7 @@ class CaptionPipeline:
         if len(self.streams) > 1:
             self.policy = caption_policy(self.settings, self._target, tuple(sources))
         self._translation = self._open_translation()
+        self.voices = self._open_voices()
         cpu0 = time.process_time()
         self._t0 = time.monotonic()
         interrupted: BaseException | None = None
@@ -227,6 +234,8 @@ class CaptionPipeline:
             for stream in self.streams:
                 stream.source.stop()
             self._close_translation(cancel=self._quick_stop or interrupted is not None)
+            if self.voices is not None:
+                self.voices.close()  # the labels of the last lines are journaled before the files close
             with self._lock:
                 self.policy.finish()
             summary = self._summary(time.process_time() - cpu0, interrupted)
@@ -269,6 +278,8 @@ class CaptionPipeline:
         stream.was_paused = paused
         if paused:  # silence keeps the clock in step with the audio; VAD drops it cheaply
             chunk = np.zeros_like(chunk)
+        if self.voices is not None:
+            self.voices.feed(stream.speaker, chunk)
         for update in stream.transcriber.push(chunk):
             self._on_transcript(stream, update)
 
@@ -346,6 +357,9 @@ class CaptionPipeline:
             self.listener.on_view(view)
         if translate and self._translation is not None and not self._translation_failed:
             self._translation.submit(update)
+        if self.voices is not None:  # after the line is on screen: its label follows it
+            for sentence in update.sentences:
+                self.voices.submit(sentence)
         return update
 
     def _label(self, stream: AudioStream, update: TranscriptUpdate) -> TranscriptUpdate:
@@ -369,6 +383,57 @@ class CaptionPipeline:
             if self.journal is not None:
                 self.journal.translation(now, update, view.partial_of(update.speaker).shown_translation)
             self.listener.on_view(view)
+
+    # -- speaker labels ------------------------------------------------------------------------
+    def _open_voices(self) -> VoiceLabeler | None:
+        """The labeler of this run's lines where ``speakers.labels`` is on: in a meeting the other side's
+        ("Them 1", "Them 2", …), else the one stream's ("Speaker 1", …). An encoder that cannot be had is
+        said once, and captions go on without labels."""
+        options = self.settings.speakers
+        if not options.labels:
+            return None
+        names = [s.speaker for s in self.streams]
+        streams, prefix = ((THEM,), "Them") if len(names) > 1 else ((names[0],), "Speaker")
+        if not set(streams) & set(names):
+            return None
+        if self._voice_encoder is None:
+            from ..speakers.model import load_encoder
+
+            try:
+                self._voice_encoder = load_encoder()
+            except SottoError as exc:
+                message = f"{exc} Captions continue without speaker labels."
+                self._errors.append(message)
+                self.listener.on_message(MessageLevel.WARNING, message)
+                return None
+        tracker = SpeakerTracker(self._voice_encoder, TrackerOptions(max_speakers=options.expected, prefix=prefix))
+        return VoiceLabeler(tracker, streams, self._on_voice, threaded=self.realtime)
+
+    def _on_voice(self, index: int, voice: SpeakerAssignment) -> None:
+        now = self._now()
+        label = self.voices.tracker.label(voice.speaker) if self.voices is not None else voice.label  # renamed since
+        with self._lock:
+            view = self.policy.on_voice(index, voice.speaker, label)
+            if self.journal is not None:
+                self.journal.voice(now, index, voice.speaker, label, voice.similarity, voice.mixed)
+            self.listener.on_view(view)
+
+    def rename_voice(self, voice: int, name: str) -> str:
+        """Call voice number ``voice`` ``name`` for the rest of the session, its lines so far included, on
+        screen and in the files (an empty name: its number again); returns its label now (thread-safe, but not
+        from a listener's ``on_view``, which runs under the pipeline's lock)."""
+        if self.voices is None:
+            return ""
+        self.voices.tracker.rename(voice, name)
+        label = self.voices.tracker.label(voice)
+        now = self._now()
+        with self._lock:
+            for index in self.voices.voices(voice):
+                self.policy.on_voice(index, voice, label)
+            if self.journal is not None:
+                self.journal.rename(now, voice, label)
+            self.listener.on_view(self.policy.view())
+        return label
 
     def _on_journal_problem(self, message: str) -> None:
         """The journal stopped writing (disk full…): tell once; captioning goes on without saving."""
