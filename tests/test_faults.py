@@ -86,9 +86,11 @@ def test_disk_full_mid_session_is_one_sentence_and_captions_go_on(full_disk, sha
     # (how many lines the 25 s clip makes at 3x speed depends on when decodes fall: 4-6 seen)
     assert len(lines) >= 3 and lines[-1].sentence.end > 20, [line.sentence.text for line in lines]
     assert all(line.translation for line in lines)
-    # what was saved before the disk filled reads back: the first sentences as shown, nothing torn
+    # what was saved before the disk filled reads back: the first sentences as shown, nothing torn (all of them
+    # where the line the disk filled on was a subtitle file's rewrite after the last jsonl record: the error
+    # above says the disk filled during the session)
     session = read_session(out)
-    assert 1 <= len(session.entries) < len(lines), session.entries
+    assert 1 <= len(session.entries) <= len(lines), session.entries
     assert [e.source for e in session.entries] == [line.sentence.text.strip() for line in lines[:len(session.entries)]]
     assert session.damaged_lines <= 1
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")], "no temporary file left behind"
