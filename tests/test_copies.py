@@ -15,7 +15,9 @@ from core.translate.quality import is_copy
 COPIED = ("Cheers, y'all.", "Hold on a second.", "Alright, let's get started.", "Hey, how's it going?",
           "So, um, what do you think?")
 # copied before the retry, each with a name or a number that its translation keeps
-NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", "CSA"),)
+NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", ("CSA",)),
+                     ("Willoughby set up Truly with Capp in 2016 and Jones, 52, joined as chairman in March.",
+                      ("Jones", "52", "2016")))
 
 
 def test_where_a_copy_begins():
@@ -32,6 +34,7 @@ def _translate(translator, sentence: str, copy_retries: int | None = None) -> st
     options = translator.options
     if copy_retries is not None:
         translator.options = dataclasses.replace(options, copy_retries=copy_retries)
+    translator.forget()  # clause pieces translated with the other setting are not reused
     try:
         return translator.translate(sentence, final=True).text
     finally:
@@ -52,7 +55,7 @@ def test_a_name_and_a_number_are_kept(translator_de):
         before = _translate(translator_de, sentence, copy_retries=0)
         assert is_copy(sentence, before), before
         after = _translate(translator_de, sentence)
-        assert not is_copy(sentence, after) and kept in after, (sentence, after)
+        assert not is_copy(sentence, after) and all(k in after for k in kept), (sentence, after)
 
 
 def test_bench_translate_finished_counts_the_first_decode_and_what_is_shown(translator_de):

@@ -29,7 +29,7 @@ from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
 from .prompts import echoed_example, needs_no_translation, opens_with_example
-from .quality import is_copy
+from .quality import is_copy, is_fragment
 
 
 @dataclass
@@ -245,8 +245,9 @@ class LlamaTranslator:
     def _steer_from_copy(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
         """The copy retry: an explicit second greedy decode of ``source`` with the word that began the
         copied run banned where it began (:mod:`core.translate.copies`), again with the bans so far
-        while it still copies (``options.copy_retries`` decodes at most). The first retry that is no
-        copy is the translation (with every decode's cost); if none, ``first`` stays."""
+        while it still copies (``options.copy_retries`` decodes at most). The first retry that is
+        neither a copy nor a fragment of the sentence is the translation (with every decode's cost); if
+        none, ``first`` stays."""
         opts = self.options
         banned: dict[int, set[int]] = {}
         result, seconds, evaluated = first, first.seconds, first.evaluated_tokens
@@ -267,7 +268,7 @@ class LlamaTranslator:
                     result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
                     seconds += result.seconds
                     evaluated += result.evaluated_tokens
-            if not is_copy(source, result.text):
+            if not is_copy(source, result.text) and not is_fragment(source, result.text, opts.target_lang):
                 logger.info("translation of %r was left in the source language; decoded again: %r", source,
                             result.text)
                 return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
