@@ -470,7 +470,9 @@ def finished_markdown(result: dict, command: str) -> str:
     markers that --write-docs replaces."""
     begin, end = FINISHED_MARKERS
     lines = [begin, f"`{command}` — {result['date']}, {result['machine']}, model `{result['model']}`, English → "
-             "German, each sentence finished as the app translates one (the path of `sotto translate`). Each "
+             "German, each sentence finished as the app translates one (the path of `sotto translate`); spoken text: "
+             "short Tatoeba utterances (CC-BY 2.0 FR) and TED talk transcripts (IWSLT, CC-BY-NC-ND 3.0) from "
+             "`../shared/data/gathered/spoken_mt` (not in the project), the copy retry tuned on the tune splits. Each "
              "cell: the first decode (all the app showed before the copy retry) → what is shown now. Copies: "
              "mostly the source's words; fragments: under half the sentence; loops: a phrase said twice "
              "(core/translate/quality.py); retried: sentences the copy retry changed; seconds: model time per "
