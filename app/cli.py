@@ -165,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=commands.models)
 
+    p = sub.add_parser("translate", help="translate a text file line by line, or an .srt/.vtt file cue by cue, "
+                                         "as the app translates finished sentences")
+    p.add_argument("file", help="a text file (one sentence a line) or subtitles (.srt, .vtt)")
+    p.add_argument("--target", required=True, help="the language to translate into (de, ja, zh, …)")
+    p.add_argument("--out", help="write the translation here (default: stdout)")
+    p.add_argument("--translator", help="translation model (name, hf:owner/repo/file.gguf, or a .gguf path)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=commands.translate)
+
     p = sub.add_parser("bench", help="benchmarks (see docs/BENCHMARKS.md)")
     p.add_argument("which", choices=("translate", "prompts", "asr", "app", "pipeline", "live", "masks", "soak",
                                         "bias", "encoder", "loops", "verified", "threads", "gpu", "gpu-stream",

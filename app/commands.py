@@ -270,3 +270,54 @@ def settings(args: argparse.Namespace) -> int:
 
     print(tomli_w.dumps(settings.to_dict()), end="")
     return 0
+
+
+def translate(args: argparse.Namespace) -> int:
+    """``sotto translate FILE --target LANG``: a text file line by line or subtitles cue by cue, each
+    translated as the app translates a finished sentence; written to ``--out`` (atomically) or stdout.
+    Ctrl+C keeps what is done."""
+    from pathlib import Path
+
+    from core.models.store import ModelStore
+    from core.paths import write_atomic
+    from core.session.engines import create_translator
+    from core.settings import load_settings
+    from core.translate import StreamingTranslator
+    from core.translate.document import read_document, translate_document
+
+    settings = load_settings().with_value("translation.target", args.target)
+    if settings.translation.target == "none":
+        raise SottoError("`sotto translate` needs a language to translate into, e.g. --target de.")
+    if args.translator:
+        settings = settings.with_value("translation.model", args.translator)
+    doc = read_document(args.file)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise SottoError(f"The folder {out.parent} does not exist.")
+    printer = status_printer(args.quiet)
+    engine = create_translator(settings, ModelStore(), printer)
+    assert engine is not None  # the target is a language
+    what = "cues" if doc.subtitles else "lines"
+    label = f"Translating {doc.path.name} into {settings.translation.target}"
+    stopped = False
+    try:
+        translate_document(doc, StreamingTranslator(engine), lambda n, total: printer(label, n / total))
+    except KeyboardInterrupt:
+        stopped = True
+    finally:
+        engine.close()
+    text = doc.render(done_only=stopped)
+    try:
+        if out is not None:
+            write_atomic(out, text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except OSError as exc:
+        raise SottoError(f"The translation could not be written to {out} ({exc.strerror or exc}).") from exc
+    if stopped:
+        done = sum(u.translation is not None for u in doc.to_translate)
+        where = f" in {out}" if out is not None else ""
+        sys.stderr.write(f"\nStopped: {done} of {len(doc.to_translate)} {what} translated, kept{where}.\n")
+        return EXIT_INTERRUPTED
+    return 0

@@ -28,8 +28,15 @@ default build, llamafile kernels and weight repacking on), plain AR is also time
 build in a child process, each prompt evaluated in one call: what a user of the stock package would
 run, so the tables show what the exact build costs.
 
+``--finished`` runs instead a table of finished sentences only, English → German, each translated as the
+app translates one (``sotto translate``'s path, core.translate.document): NTREX next to spoken text (short
+Tatoeba utterances, TED talk transcripts: the tune splits of /work/shared/data/gathered/spoken_mt; the
+held-out splits too with ``--heldout``, for the final report only), counting copies left in English, fragments
+and phrase loops (core.translate.quality) beside chrF.
+
 Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--stock-llama DIR]
                              [--json FILE] [--write-docs]
+       sotto bench translate --finished [--heldout] [--sentences N] [--json FILE] [--write-docs]
 """
 
 from __future__ import annotations
@@ -50,6 +57,16 @@ NTREX = ROOT.parent / "shared" / "data" / "mt" / "ntrex128"
 DOCS = ROOT / "docs" / "BENCHMARKS.md"
 REF_FILES = {"de": "newstest2019-ref.deu.txt", "ja": "newstest2019-ref.jpn.txt", "zh": "newstest2019-ref.zho-CN.txt"}
 SECTION = "## Translation: SSBD vs autoregressive re-translation"
+SPOKEN = ROOT.parent / "shared" / "data" / "gathered" / "spoken_mt"
+# (name, split, English file, German file): NTREX first, then the spoken sets
+FINISHED_SETS = (
+    ("NTREX-128", "news", NTREX / "newstest2019-src.eng.txt", NTREX / "newstest2019-ref.deu.txt"),
+    ("Tatoeba short", "tune", SPOKEN / "tatoeba_short_tune.en", SPOKEN / "tatoeba_short_tune.de"),
+    ("TED tst2016", "tune", SPOKEN / "ted_tst2016.en", SPOKEN / "ted_tst2016.de"),
+    ("Tatoeba short", "heldout", SPOKEN / "tatoeba_short_heldout.en", SPOKEN / "tatoeba_short_heldout.de"),
+    ("TED tst2017", "heldout", SPOKEN / "ted_tst2017.en", SPOKEN / "ted_tst2017.de"),
+)
+FINISHED_MARKERS = ("<!-- translate-finished:begin -->", "<!-- translate-finished:end -->")
 
 
 def _markers(lang: str) -> tuple[str, str]:
@@ -411,6 +428,114 @@ def _table_order(config: Config) -> int:
 QUICK_SENTENCES = 12
 
 
+def bench_finished(translator, heldout: bool, n: int, log) -> list[dict]:
+    """Each set's first ``n`` sentences translated as finished ones, as the app translates a finished
+    sentence with no unfinished line before it (and ``sotto translate`` each line): two rows per set,
+    the first decode alone (what the app showed before the copy retry: its text is kept on the result)
+    and the translation shown. chrF, BLEU, the broken ones (copies, fragments, loops) and model seconds
+    per sentence (the second row's include the retries)."""
+    import sacrebleu
+
+    from core.translate.quality import is_copy
+
+    rows = []
+    for name, split, src_path, ref_path in FINISHED_SETS:
+        if split == "heldout" and not heldout:
+            continue
+        if not src_path.is_file():
+            log(f"{name} ({split}) is missing at {src_path}; left out")
+            continue
+        src = src_path.read_text(encoding="utf-8").splitlines()[:n]
+        ref = ref_path.read_text(encoding="utf-8").splitlines()[:n]
+        results = [translator.translate(line, None, final=True) for line in src]
+        seconds = sum(r.seconds for r in results) / max(len(src), 1)
+        first = [r.unsteered or r.text for r in results]
+        shown = [r.text for r in results]
+        for label, out in (("first decode", first), ("shown", shown)):
+            counts = broken(src, out, "de")
+            rows.append({"set": name, "split": split, "sentences": len(src), "output": label,
+                         "chrf": round(sacrebleu.corpus_chrf(out, [ref]).score, 2),
+                         "bleu": round(sacrebleu.corpus_bleu(out, [ref]).score, 2), **counts,
+                         "copy_share": round(counts["copies"] / max(len(src), 1), 4),
+                         "retried": sum(r.unsteered is not None for r in results),
+                         "seconds_per_sentence": round(seconds, 3) if label == "shown" else None,
+                         "copied": [[s, t] for s, t in zip(src, out, strict=True) if is_copy(s, t)]})
+            log(f"{name} ({split}), {label}: chrF {rows[-1]['chrf']}, copies {counts['copies']}, fragments "
+                f"{counts['fragments']}, loops {counts['phrase_loops']}")
+    return rows
+
+
+def finished_markdown(result: dict, command: str) -> str:
+    """The finished-sentence table (one row per set: the first decode → what is shown), between
+    markers that --write-docs replaces."""
+    begin, end = FINISHED_MARKERS
+    lines = [begin, f"`{command}` — {result['date']}, {result['machine']}, model `{result['model']}`, English → "
+             "German, each sentence finished as the app translates one (the path of `sotto translate`); spoken text: "
+             "short Tatoeba utterances (CC-BY 2.0 FR) and TED talk transcripts (IWSLT, CC-BY-NC-ND 3.0) from "
+             "`../shared/data/gathered/spoken_mt` (not in the project), the copy retry tuned on the tune splits. Each "
+             "cell: the first decode (all the app showed before the copy retry) → what is shown now. Copies: "
+             "mostly the source's words; fragments: under half the sentence; loops: a phrase said twice "
+             "(core/translate/quality.py); retried: sentences the copy retry changed; seconds: model time per "
+             "sentence, retries included.", "",
+             "| set | split | sentences | copies | fragments | loops | chrF | BLEU | retried | s per sentence |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = result["finished"]
+    for first, shown in zip(rows[::2], rows[1::2], strict=True):
+        cells = [f"{first[k]} → {shown[k]}" for k in ("copies", "fragments", "phrase_loops", "chrf", "bleu")]
+        lines.append(f"| {shown['set']} | {shown['split']} | {shown['sentences']} | {' | '.join(cells)} | "
+                     f"{shown['retried']} | {shown['seconds_per_sentence']} |")
+    lines.append(end)
+    return "\n".join(lines)
+
+
+def write_finished_docs(block: str) -> None:
+    """Replace (or add, at the end of the translation section) the finished-sentence block."""
+    begin, end = FINISHED_MARKERS
+    text = DOCS.read_text(encoding="utf-8")
+    if begin in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        if SECTION not in text:
+            text = text.rstrip("\n") + f"\n\n{SECTION}\n"
+        after = text.index(SECTION) + len(SECTION)
+        nxt = text.find("\n## ", after)
+        at = len(text) if nxt < 0 else nxt + 1
+        text = text[:at].rstrip("\n") + "\n\n" + block + "\n\n" + text[at:]
+    DOCS.write_text(text, encoding="utf-8")
+
+
+def main_finished(args) -> int:
+    """``--finished``: the finished-sentence table (see the module's docstring)."""
+    from core.models import ModelStore
+    from core.session.engines import create_translator
+    from core.settings import Settings
+
+    settings = Settings().with_value("translation.target", "de").with_value("translation.model", args.model)
+    log = lambda msg: print(f"[finished] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    translator = create_translator(settings, ModelStore())
+    assert translator is not None
+    if args.copy_retries is not None:  # the copy retry's effect (0: off, as before it existed)
+        translator.options.copy_retries = args.copy_retries
+    try:
+        translator.translate("Hello.")  # warm-up (first-call allocations)
+        rows = bench_finished(translator, args.heldout, args.sentences or 100, log)
+        result = {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "model": args.model,
+                  "heldout": args.heldout, "copy_retries": translator.options.copy_retries, "finished": rows}
+    finally:
+        translator.close()
+    command = ("sotto bench translate --finished" + (" --heldout" if args.heldout else "")
+               + (f" --sentences {args.sentences}" if args.sentences else "")
+               + (f" --copy-retries {args.copy_retries}" if args.copy_retries is not None else "")
+               + ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs")
+    block = finished_markdown(result, command)
+    print(block)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    if args.write_docs:
+        write_finished_docs(block)
+    return 0
+
+
 STOCK_CONFIG = "AR, stock llama-cpp-python build (prompt in one call; run once)"
 
 
@@ -646,7 +771,17 @@ def main(argv: list[str] | None = None) -> int:
                              "(where the seconds go)")
     parser.add_argument("--json", help="write the summary JSON object here")
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
+    parser.add_argument("--finished", action="store_true",
+                        help="finished sentences only, English→German: NTREX and spoken text (Tatoeba, TED), with "
+                             "copies, fragments and loops counted")
+    parser.add_argument("--heldout", action="store_true",
+                        help="with --finished: the held-out spoken sets too (for the final report only)")
+    parser.add_argument("--copy-retries", type=int, default=None,
+                        help="with --finished: decodes of a copy left in English (core.translate.translator."
+                             "TranslatorOptions.copy_retries; 0: none, as before the copy retry)")
     args = parser.parse_args(argv)
+    if args.finished:
+        return main_finished(args)
     if args.stock_child:
         return _stock_child(args.model, args.langs or "de", args.sentences or 25)
     from core.models import ModelStore

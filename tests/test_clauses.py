@@ -52,7 +52,9 @@ def test_pieces_are_translated_one_by_one_and_joined(tr):
     use_knobs(tr)
     tr.forget()
     whole = tr.translate(LONG)
-    parts = [tr.translate(p) for p in clause_pieces(LONG)]  # each piece alone (one piece: as it is)
+    pieces = clause_pieces(LONG)
+    # each piece alone (one piece: as it is); the finished ones as finished text (a copy is decoded again)
+    parts = [tr.translate(p, final=i < len(pieces) - 1) for i, p in enumerate(pieces)]
     assert whole.text == " ".join(p.text for p in parts)
     assert whole.tokens == [t for p in parts for t in p.tokens]
     tr.options.clause_pieces = False

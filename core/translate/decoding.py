@@ -79,15 +79,19 @@ class Decoder:
 
     def decode(self, prompt: list[int], max_new: int, options, draft: list[int] | None, span: int,
                partial: bool, cut_phrases: bool, source_tokens: list[int] | None = None,
-               source_end: int | None = None) -> Step:
+               source_end: int | None = None, banned: dict[int, set[int]] | None = None) -> Step:
         """Decode after ``prompt``: greedy when ``options.beta`` is None, else SSBD verifying ``draft``
         with β on its first ``span`` tokens. ``partial``: steps aside for a waiting speech decode
         between model calls. ``cut_phrases``: a phrase said twice is a loop (False when the source
-        itself says one twice)."""
+        itself says one twice). ``banned``: position → tokens greedy decoding may not pick there
+        (a second decode steering away from a copy, core.translate.copies; greedy only)."""
         self.options, self.yielded = options, 0.0
         self._steps_aside, self._cut_phrases = partial, cut_phrases
         self._pools = [p for p in (source_tokens, draft) if p]
         self._source_end = len(prompt) if source_end is None else source_end
+        if banned:
+            assert options.beta is None, "bans steer greedy decoding only"
+            return self._generate_ar(prompt, max_new, banned)
         if options.beta is None:
             return self._generate_ar(prompt, max_new)
         return self._generate_ssbd(prompt, max_new, list(draft or []), span)
@@ -113,10 +117,11 @@ class Decoder:
         runner.truncate(keep)
         return keep
 
-    def _generate_ar(self, prompt: list[int], max_new: int) -> Step:
+    def _generate_ar(self, prompt: list[int], max_new: int, banned: dict[int, set[int]] | None = None) -> Step:
         """Plain greedy decoding: argmax until a stop token, a newline or a loop."""
         logits, reused = self._start(prompt)
         step = self._new_step(prompt, logits, reused=reused)
+        step.banned = {at: set(tokens) for at, tokens in (banned or {}).items()}
         self._greedy(logits, step, max_new)
         return step
 

@@ -103,6 +103,19 @@ def echoed_example(text: str, source: str, source_lang: str, target_lang: str) -
     return None
 
 
+def opens_with_example(text: str, source: str, source_lang: str, target_lang: str) -> int | None:
+    """The index of the few-shot example ``text`` begins with, in either language, although ``source``
+    does not (a decode steered away from a copy sometimes falls back on the quoted-speech example:
+    "„Wir werden nicht aufgeben“, sagte der Minister. und du solltest …"), else None."""
+    if source_lang != "en" or target_lang not in FEW_SHOT:
+        return None
+    said = text.strip()
+    for i, pair in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
+        if any(said.startswith(example) for example in pair) and not source.strip().startswith(pair[0]):
+            return i
+    return None
+
+
 def needs_no_translation(source: str) -> bool:
     """A source without a letter (a number, "1.", punctuation) is shown as it is: asked to translate
     "1." the bundled model wrote "2.", continuing what it took for a list."""

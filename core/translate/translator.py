@@ -23,11 +23,13 @@ from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import joiner
 from .clauses import PieceMemo, clause_pieces
+from .copies import copy_bans, copy_start
 from .decoding import Decoder
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
-from .prompts import echoed_example, needs_no_translation
+from .prompts import echoed_example, needs_no_translation, opens_with_example
+from .quality import is_copy, is_fragment
 
 
 @dataclass
@@ -56,6 +58,10 @@ class TranslatorOptions:
     # generation goes on from the cut with the token that began it banned there, this many times at most
     phrase_loops: bool = True
     loop_restarts: int = 2
+    # a finished translation left in the source language (quality.is_copy) is decoded again, greedily, with
+    # the word that began the copy banned where it began (core.translate.copies), this many times at most;
+    # the first decode (greedy, or SSBD at any β) is untouched, so β = 0 still gives greedy's first result
+    copy_retries: int = 3
 
 
 @dataclass
@@ -72,6 +78,7 @@ class TranslationResult:
     accepted_tokens: int = 0
     reused_tokens: int = 0
     gaps: list[float] = field(default_factory=list)  # top-1 minus top-2 logit of each output token
+    unsteered: str | None = None  # the first decode's text, where the copy retry replaced it (for benchmarks)
 
 
 def bias_rules(scope: str) -> dict:
@@ -211,12 +218,13 @@ class LlamaTranslator:
             pieces = clause_pieces(source)
             if len(pieces) > 1:
                 return self._translate_pieces(source, pieces, draft, final, draft_source)
-        return self._translate_one(source, draft, final, draft_source)
+        return self._translate_one(source, draft, final, draft_source, steer=final)
 
     def _translate_one(self, source: str, draft: list[int] | None, final: bool,
-                       draft_source: str | None, exact: bool = False) -> TranslationResult:
+                       draft_source: str | None, exact: bool = False, steer: bool = False) -> TranslationResult:
         """One piece of text, whole: SSBD or greedy, again without an example the model gave back.
-        ``exact``: the draft only speeds greedy decoding (β applies nowhere)."""
+        ``exact``: the draft only speeds greedy decoding (β applies nowhere). ``steer``: finished
+        text; a copy left in the source language is decoded again (:meth:`_steer_from_copy`)."""
         if needs_no_translation(source):
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         opts = self.options
@@ -230,7 +238,41 @@ class LlamaTranslator:
                 again.seconds += result.seconds
                 again.evaluated_tokens += result.evaluated_tokens
                 result = again
+        if steer and opts.copy_retries and is_copy(source, result.text):
+            result = self._steer_from_copy(source, result, final)
         return result
+
+    def _steer_from_copy(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
+        """The copy retry: an explicit second greedy decode of ``source`` with the word that began the
+        copied run banned where it began (:mod:`core.translate.copies`), again with the bans so far
+        while it still copies (``options.copy_retries`` decodes at most). The first retry that is
+        neither a copy nor a fragment of the sentence is the translation (with every decode's cost); if
+        none, ``first`` stays."""
+        opts = self.options
+        banned: dict[int, set[int]] = {}
+        result, seconds, evaluated = first, first.seconds, first.evaluated_tokens
+        leave_out = None
+        for _ in range(opts.copy_retries):
+            pieces = [self.runner.piece_of(t) for t in result.tokens]
+            at = copy_start(pieces, source)
+            if at is None:
+                break
+            bans = copy_bans(result.tokens, pieces, at, self.runner.tokenize)
+            banned.setdefault(at, set()).update(bans)
+            result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
+            seconds += result.seconds
+            evaluated += result.evaluated_tokens
+            if self.style == "few-shot" and leave_out is None:
+                leave_out = opens_with_example(result.text, source, opts.source_lang, opts.target_lang)
+                if leave_out is not None:  # it fell back on an example: the same decode without it in view
+                    result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
+                    seconds += result.seconds
+                    evaluated += result.evaluated_tokens
+            if not is_copy(source, result.text) and not is_fragment(source, result.text, opts.target_lang):
+                logger.info("translation of %r was left in the source language; decoded again: %r", source,
+                            result.text)
+                return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
+        return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
 
     def _translate_pieces(self, source: str, pieces: list[str], draft: list[int] | None, final: bool,
                           draft_source: str | None) -> TranslationResult:
@@ -254,7 +296,7 @@ class LlamaTranslator:
                 # usually began with this piece's words (it ended here before the sentence went on)
                 before = [t for r in done for t in r.tokens]
                 piece_draft = draft[len(before):] if draft and draft[:len(before)] == before else None
-                result = self._translate_one(piece, piece_draft, final, None, exact=True)
+                result = self._translate_one(piece, piece_draft, final, None, exact=True, steer=True)
                 self._pieces.put(key, result)
             else:  # nothing evaluated this time
                 result = dataclasses.replace(result, prompt_tokens=0, evaluated_tokens=0, seconds=0.0,
@@ -268,17 +310,19 @@ class LlamaTranslator:
         last_source = None
         if last_draft is not None and draft_source and draft_source.startswith(said + " "):
             last_source = draft_source[len(said) + 1:]
-        last = self._translate_one(pieces[-1], last_draft, final, last_source)
+        last = self._translate_one(pieces[-1], last_draft, final, last_source, steer=final)
         parts = done + [last]
         return TranslationResult(
             source, joiner(opts.target_lang).join(r.text for r in parts if r.text), before + last.tokens,
             sum(r.prompt_tokens for r in parts), sum(r.evaluated_tokens for r in parts),
             sum(r.seconds for r in parts), draft_tokens=last.draft_tokens, accepted_tokens=last.accepted_tokens,
             reused_tokens=sum(r.reused_tokens for r in parts), gaps=[g for r in parts for g in r.gaps],
+            unsteered=joiner(opts.target_lang).join(r.unsteered or r.text for r in parts if r.unsteered or r.text)
+            if any(r.unsteered for r in parts) else None,
         )
 
     def _translate(self, source: str, draft: list[int] | None, final: bool, span: int,
-                   leave_out: int | None = None) -> TranslationResult:
+                   leave_out: int | None = None, banned: dict[int, set[int]] | None = None) -> TranslationResult:
         text = self.prompt_text(source) if leave_out is None else self.prompt_text(source, leave_out)
         prompt = self.prompter.tokens(text)
         # prompt tokens up to the end of the source: what the next update of a growing sentence can reuse
@@ -297,10 +341,12 @@ class LlamaTranslator:
                 t0 = time.perf_counter()  # compute time only, not the waits for the gate
                 opts = self.options
                 exact = final and not opts.bias_final  # a finished sentence, read as greedy
+                if banned:  # the copy retry: greedy, steered by its bans
+                    opts = dataclasses.replace(opts, beta=None)
                 step = self.decoder.decode(prompt, max_new, opts, draft, 0 if exact else span, partial=not final,
                                            cut_phrases=not has_repeated_phrase(source),
                                            source_tokens=source_tokens,
-                                           source_end=source_end)
+                                           source_end=source_end, banned=banned)
                 seconds = time.perf_counter() - t0 - self.decoder.yielded
         except (ModelError, Interrupted):
             raise
