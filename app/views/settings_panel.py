@@ -41,7 +41,9 @@ from core.text import SPOKEN_LANGUAGES, TARGET_LANGUAGES, language_name
 from .widgets import level_meter, show_fraction
 
 BETA_HELP = ("β biases each re-translation toward the previous one: higher is steadier and faster, "
-             "a little less accurate; 0 gives exactly plain greedy decoding.")
+             "a little less accurate; 0 gives exactly plain greedy decoding. From 0.5 on, the unfinished line's "
+             "previous translation is kept unchecked and only extended. Finished sentences are always checked "
+             "(translated at β = 0).")
 MASK_HELP = ("Hides the last k words of an unfinished line until they settle. Display only: the translator "
              "still sees them; in the draft: they are also left out of the translator's draft. Spoken words "
              "not yet confirmed are shown once a little speech has been heard after them (or, if you choose, "
