@@ -95,6 +95,8 @@ def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COL
 def prompt_from(words, chars: int) -> str:
     """The prompt for the next decode: the last ``chars`` characters of the committed words, bare
     punctuation left out (a prompt of dots makes Whisper answer real speech with dots)."""
+    if chars <= 0:
+        return ""
     text = "".join(w.text for w in words if _SPOKEN.search(w.text))
     return text[-chars:].strip()
 MAX_PIECE_S = 5.0

@@ -81,6 +81,7 @@ class VerifyOptions:
     late_probability: float = 0.3  # words after the line's end below this probability are dropped
     max_window_s: float = 28.0  # at most this much audio per verifier decode (Whisper reads 30 s)
     keep_s: float = 45.0  # recent audio kept for verification
+    prompt_chars: int = 200  # the verified text before the decoded audio given as its prompt (0: none)
 
 
 @dataclass
@@ -375,7 +376,7 @@ class LineVerifier:
         s = pending.sentence
         end = self._received
         start = max(self._context_start(s), self._audio.offset, end - opts.max_window_s)
-        prompt = prompt_from((w for w in self._verified_words if w.end <= start + 0.01), 200)
+        prompt = prompt_from((w for w in self._verified_words if w.end <= start + 0.01), opts.prompt_chars)
         held = self._audio.view()
         i0 = int(round((start - self._audio.offset) * SAMPLE_RATE))
         i1 = int(round((end - self._audio.offset) * SAMPLE_RATE))
