@@ -34,6 +34,8 @@ if (-not (Get-ChildItem "$Wheels\llama_cpp_python-*.whl" -ErrorAction SilentlyCo
 Run $Py -m pip install -q --no-deps --force-reinstall (Get-ChildItem "$Wheels\llama_cpp_python-*.whl")[0].FullName
 # the app's dependencies only (not the test tools), at the versions of requirements.lock
 Run $Py -m pip install -q -c requirements.lock -e .
+# the GE2E voice encoder's weights (speaker labels) ship inside Resemblyzer's wheel: only that file is read
+Run $Py -m pip install -q --no-deps Resemblyzer==0.1.4
 Run $Py -m pip install -q -r packaging\build-requirements.txt
 
 # --- 2. the bundled models, prepared and sha256-checked ---------------------------------------------
