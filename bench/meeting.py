@@ -92,7 +92,8 @@ def _reference_text(path: Path) -> str:
 
 
 def data_recordings(folder: Path, split: str) -> list[Recording]:
-    """The audio rows of ``folder``'s manifest.tsv in ``split`` ("all": every split) that have a transcript."""
+    """The audio rows of ``folder``'s manifest.tsv in ``split`` ("all": tune and heldout) that have a transcript
+    (other rows, such as the Spanish speech of ``lang/``, are not conversation in English)."""
     manifest = folder / "manifest.tsv"
     with manifest.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
@@ -104,7 +105,7 @@ def data_recordings(folder: Path, split: str) -> list[Recording]:
             continue
         row_split = (row.get("split") or "").strip()
         reference = path.with_suffix(".txt")
-        if (split == "all" or row_split == split) and reference.is_file():
+        if (row_split == split or (split == "all" and row_split in ("tune", "heldout"))) and reference.is_file():
             out.append(Recording(path.stem, path, _reference_text(reference), row_split))
     return out
 
