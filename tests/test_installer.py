@@ -103,7 +103,7 @@ def test_the_package_has_the_layout_and_dependencies_of_the_issue(deb: Path, unp
     assert "Exec=/opt/sotto/sotto" in desktop and "Icon=sotto" in desktop
     assert (unpacked / "usr/share/icons/hicolor/256x256/apps/sotto.png").is_file()
     models = app / "_internal" / "models"
-    assert sorted(p.name for p in models.iterdir()) == ["gemma-3-270m", "whisper-base", "whisper-tiny.en"]
+    assert sorted(p.name for p in models.iterdir()) == ["gemma-3-270m", "voice-ge2e", "whisper-base", "whisper-tiny.en"]
     assert not list(models.rglob("hf-converted"))
     assert not (app / "_internal" / "torch").exists(), "PyTorch is left out of the default build"
 
