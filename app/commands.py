@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 
@@ -71,6 +72,10 @@ def models(args: argparse.Namespace) -> int:
         return 0
     if action == "prepare":
         names = store.prepare_all_bundled(status_printer(args.quiet))
+        if "voice-ge2e" in names:
+            from core.speakers.model import converted_path
+
+            converted_path(store)  # so an installer built from this store ships the numpy weights too
         if not args.quiet:
             print(f"Bundled models ready in {store.root}: {', '.join(names) or 'none installed'}")
         return 0
@@ -299,12 +304,23 @@ def translate(args: argparse.Namespace) -> int:
     assert engine is not None  # the target is a language
     what = "cues" if doc.subtitles else "lines"
     label = f"Translating {doc.path.name} into {settings.translation.target}"
-    stopped = False
+    stop = threading.Event()
+
+    def on_sigint(signum, frame) -> None:
+        # The first Ctrl+C ends the work after the line under way (a clean place to stop: nothing half
+        # translated, the model not interrupted mid-call); a second one stops at once.
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        translate_document(doc, StreamingTranslator(engine), lambda n, total: printer(label, n / total))
+        stopped = not translate_document(doc, StreamingTranslator(engine), lambda n, total: printer(label, n / total),
+                                         stop)
     except KeyboardInterrupt:
         stopped = True
     finally:
+        signal.signal(signal.SIGINT, previous)
         engine.close()
     text = doc.render(done_only=stopped)
     try:

@@ -95,7 +95,7 @@ def test_converted_encoder_matches_the_original_modules(encoder, encoder_store):
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "missing"])
 def test_a_damaged_weight_file_gives_one_sentence(encoder_store, tmp_path, damage):
-    source = Path(encoder_store.status(MODEL_NAME).path) / "pretrained.pt"
+    source = encoder_store.resolve(MODEL_NAME) / "pretrained.pt"
     bad = tmp_path / "pretrained.pt"
     if damage == "garbage":
         bad.write_bytes(b"not a checkpoint at all" * 100)
@@ -119,6 +119,19 @@ def test_a_damaged_store_copy_is_prepared_again_from_the_package(tmp_path):
     wav = _clip("jfk.flac")
     assert np.allclose(first.embed(wav), again.embed(wav))
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_shipped_copy_without_converted_weights_is_used_without_writing_to_the_users_cache(tmp_path):
+    """An installed Sotto's models are read-only: the encoder converts in memory and prepares nothing in the
+    user's cache (the installer test's promise), and embeds exactly as the store's own converted copy."""
+    shipped = ModelStore(root=tmp_path / "shipped")
+    own = load_encoder(shipped)
+    (shipped.model_dir(MODEL_NAME) / "ge2e.npz").unlink()
+    user = ModelStore(root=tmp_path / "user", bundled=tmp_path / "shipped")
+    encoder = load_encoder(user)
+    assert not (tmp_path / "user").exists() or not any((tmp_path / "user").iterdir())
+    wav = _clip("jfk.flac")
+    assert np.array_equal(own.embed(wav), encoder.embed(wav))
 
 
 # -- speakers told apart online ---------------------------------------------------------------

@@ -10,6 +10,7 @@ one sentence to the translator, joined with spaces; its translation is one line.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,14 +111,19 @@ def read_document(path: str | Path) -> Document:
 Progress = Callable[[int, int], None]
 
 
-def translate_document(doc: Document, translator: StreamingTranslator, on_progress: Progress | None = None) -> None:
+def translate_document(doc: Document, translator: StreamingTranslator, on_progress: Progress | None = None,
+                       stop: threading.Event | None = None) -> bool:
     """Translate ``doc``'s units in order, in place, each as a finished sentence of one stream (the
     app's path: :meth:`StreamingTranslator.translate`). A unit the translator returns nothing for
-    keeps its text. Stopping (KeyboardInterrupt) leaves the units done so far translated."""
+    keeps its text. ``stop`` set ends the work after the unit under way; returns False when stopped
+    before the end. Stopping (either way, or KeyboardInterrupt) leaves the units done so far translated."""
     units = doc.to_translate
     for n, unit in enumerate(units):
+        if stop is not None and stop.is_set():
+            return False
         update = translator.translate([Sentence(n, unit.text, 0.0, 0.0)], "", 0.0)
         frozen = update.frozen[0].text if update is not None and update.frozen else ""
         unit.translation = frozen or unit.text
         if on_progress is not None:
             on_progress(n + 1, len(units))
+    return True
