@@ -130,7 +130,9 @@ class FrozenTranslation:
 class TranslationUpdate:
     """Finished sentences translated by this update, and the partial sentence's translation.
 
-    ``partial_source`` is the partial sentence exactly as it was translated (unmasked).
+    ``partial_source`` is the partial sentence exactly as it was translated (unmasked). An update with
+    ``partial`` False carries finished sentences only (sent before the partial is translated again): the
+    partial fields then repeat the last translation and say nothing new.
     """
 
     frozen: list[FrozenTranslation]
@@ -139,6 +141,7 @@ class TranslationUpdate:
     audio_time: float
     seconds: float = 0.0
     speaker: str = ""  # whose partial sentence ``partial_source`` is
+    partial: bool = True
 
 
 @dataclass

@@ -296,7 +296,7 @@ def test_overload_lag_stays_bounded_stale_partials_are_dropped_and_no_finished_s
     records = [json.loads(line) for line in (tmp_path / JOURNAL_FILE).read_text().splitlines()]
     recognised = list(dict.fromkeys(  # each partial the recogniser gave, in order, once
         p for r in records if r["kind"] == TRANSCRIPT for p in [(r["committed"] + r["tentative"]).strip()] if p))
-    translated = {r["partial_source"] for r in records if r["kind"] == TRANSLATION}
+    translated = {r["partial_source"] for r in records if r["kind"] == TRANSLATION and "partial_source" in r}
     never_translated = [p for p in recognised if p not in translated]
     dropped, on_screen = summary.translation.dropped_partials, summary.latency_seconds.translation_on_screen
     print(f"\noverload ({os.cpu_count()} cores, one hogged, the CPU taken 5 s once): lag max {lag.max:.1f} s, "

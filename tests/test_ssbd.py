@@ -313,6 +313,48 @@ def test_unfinished_lines_rest_by_the_partial_share_and_finished_sentences_never
     worker.close()
 
 
+def test_a_finished_sentence_goes_out_before_the_next_partial_is_translated(translator_de):
+    """A transcript update that finishes a line usually brings the next line's partial too: the finished
+    line's translation is handed over as soon as it is done (an update of finished sentences alone,
+    ``partial`` False), and the partial is translated after it, in an update of its own. The captions
+    keep the finished line's partial translation off the new partial line meanwhile."""
+    import threading
+
+    from core.captions.policy import CaptionPolicy
+    from core.stream import Sentence, TranscriptUpdate
+    from core.translate.streaming import StreamingTranslator
+    from core.translate.worker import TranslationWorker
+
+    worker = TranslationWorker(name="sotto-translate-first")
+    results, errors, done = [], [], threading.Event()
+
+    def on_result(update):
+        results.append(update)
+        done.set()
+
+    policy = CaptionPolicy(target_lang="de", mask_k=0)
+    growing = TranscriptUpdate([], "The committee met on Tuesday", "", 1.8, 1.8)
+    finished = TranscriptUpdate([Sentence(0, "The committee met on Tuesday.", 0.0, 2.0)], "and they talked", "",
+                                2.5, 2.5)
+    worker.begin(StreamingTranslator(translator_de), on_result, errors.append, partial_share=1.0)
+    try:
+        policy.on_transcript(growing)
+        worker.submit(growing)
+        assert done.wait(60)
+        assert policy.on_translation(results[0]).partial.shown_translation  # the growing line's translation shown
+        done.clear()
+        policy.on_transcript(finished)
+        worker.submit(finished)
+        assert worker.finish() == [] and not errors
+    finally:
+        worker.close()
+    first, last = results[1], results[-1]
+    assert [f.sentence.index for f in first.frozen] == [0] and not first.partial
+    assert last.partial and last.partial_source == "and they talked" and not last.frozen
+    view = policy.on_translation(first)
+    assert view.lines[0].translation and not view.partial.shown_translation  # not the finished line's old partial
+
+
 def test_one_token_decoding_uses_half_the_cores_and_keeps_the_logits(tr):
     """One-token calls run on half the cores (memory-bound: the other half only doubled the CPU),
     calls of several tokens on all; the load-time check compares the two kinds of call on exactly

@@ -242,8 +242,9 @@ class CaptionPolicy:
                 line.translation = frozen.text
         while self._translated_upto < len(self.lines) and self.lines[self._translated_upto].translation is not None:
             self._translated_upto += 1
-        partial = self._partials.setdefault(update.speaker, _Partial())
-        partial.translation, partial.translated = update.partial_translation, update.partial_source
+        if update.partial:
+            partial = self._partials.setdefault(update.speaker, _Partial())
+            partial.translation, partial.translated = update.partial_translation, update.partial_source
         self._record_translation()
         return self.view()
 

@@ -126,8 +126,9 @@ class CaptionJournal:
             "wall": round(wall, 3),
             "audio_time": round(update.audio_time, 3),
             "frozen": [{"index": f.sentence.index, "source": f.sentence.text, "text": f.text} for f in update.frozen],
-            "partial_source": update.partial_source,
-            "partial_translation": update.partial_translation,
+            # an update of finished sentences alone says nothing about the partial
+            **({"partial_source": update.partial_source, "partial_translation": update.partial_translation}
+               if update.partial else {}),
             "shown": shown,
             "translate_s": round(update.seconds, 4),
             **({"speaker": update.speaker} if update.speaker else {}),

@@ -69,10 +69,10 @@ class StreamingTranslator:
         """Translate what changed in ``asr``; None if nothing did."""
         return self.translate(asr.sentences, asr.partial, asr.audio_time, asr.speaker)
 
-    def translate(self, sentences: list[Sentence], partial_source: str, audio_time: float,
+    def translate(self, sentences: list[Sentence], partial_source: str | None, audio_time: float,
                   speaker: str = "") -> TranslationUpdate | None:
         """Freeze ``sentences`` (all of them, in order) and re-translate ``speaker``'s ``partial_source``
-        if it changed."""
+        if it changed (None: leave the partial for a later call; the update says so)."""
         frozen: list[FrozenTranslation] = []
         seconds = 0.0  # model time, without waits for the compute gate
         for sentence in sentences:
@@ -82,6 +82,11 @@ class StreamingTranslator:
             seconds += result.seconds
             frozen.append(FrozenTranslation(sentence, result.text))
         state = self._state(speaker)
+        if partial_source is None:
+            if not frozen:
+                return None
+            return TranslationUpdate(frozen, state.source, state.translation, audio_time, seconds, speaker,
+                                     partial=False)
         partial_changed = partial_source != state.source
         if partial_changed:
             if partial_source:

@@ -1,8 +1,9 @@
 """The translation worker: one long-lived thread owns the translator.
 
-Finished sentences queue in order and are never dropped; the partial sentence
-is latest-only, so while the translator is busy a newer partial replaces an
-older one (stale work never queues up). Waiting uses a condition variable.
+Finished sentences queue in order and are never dropped, and go out as soon as they
+are translated (before the partial is translated again); the partial sentence is
+latest-only, so while the translator is busy a newer partial replaces an older one
+(stale work never queues up). Waiting uses a condition variable.
 
 Unfinished lines may be given only part of the thread's time (``partial_share``): after a
 translation, the next partial waits until the translator would have worked that share of the
@@ -139,12 +140,15 @@ class TranslationWorker:
                 session = self._session
                 sentences, self._sentences = self._sentences, []
                 translator, on_result, on_error = session
-                if self._pending:  # the stream whose partial has waited longest
+                partial: str | None
+                if sentences:
+                    # finished sentences alone, sent as soon as they are translated: the partial waits its
+                    # turn (a finished line's translation is not held back by the next line's partial)
+                    speaker = sentences[-1].speaker
+                    partial, audio_time = None, sentences[-1].end
+                else:  # the stream whose partial has waited longest
                     speaker = next(iter(self._pending))
                     partial, audio_time = self._pending.pop(speaker)
-                else:  # finished sentences only: the partial stays as it was
-                    speaker = sentences[-1].speaker
-                    partial, audio_time = translator.last_partial(speaker)[0], sentences[-1].end
                 self._busy = True
             started = time.monotonic()
             try:
