@@ -21,6 +21,7 @@ from core.models.advice import (
     catalogue_sizes,
     estimated_speed,
     measured_speeds,
+    rate,
     recommend,
     record_proxy_speeds,
     record_speed,
@@ -101,9 +102,9 @@ def test_models_advise_measures_the_bundled_model(tmp_path, monkeypatch):
     assert tps > 0 and record[BUNDLED]["tokens"] >= 30
     assert f"translates {tps:.0f} tokens/s here" in proc.stdout
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("  ")}
-    assert f"about 3 tokens/s here, too slow for live captions ({BY_PROXY}, " in rows["qwen2.5-3b-instruct"]
+    assert f"about 3.0 tokens/s here, too slow for live captions ({BY_PROXY}, " in rows["qwen2.5-3b-instruct"]
     assert BY_SCALING in rows["qwen2.5-1.5b-instruct"], "no proxy measured for it: scaled from the bundled model"
-    assert f"about {tps:.0f} tokens/s here" in rows[BUNDLED]
+    assert f"about {rate(tps)} tokens/s here" in rows[BUNDLED]
     assert "Advised translation model for this machine: " in proc.stdout
     listing = subprocess.run([sys.executable, "-m", "app", "models"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=120)
@@ -136,7 +137,7 @@ def test_settings_panel_downloads_and_uses_the_advised_model(qtbot, tmp_path, mo
         labels = {panel.translation_model.combo.itemData(i): panel.translation_model.combo.itemText(i)
                   for i in range(panel.translation_model.combo.count())}
         assert labels["qwen2.5-3b-instruct"].endswith(
-            f"about 4 tokens/s here, too slow for live captions ({BY_PROXY})")
+            f"about 4.0 tokens/s here, too slow for live captions ({BY_PROXY})")
         assert "about 120 tokens/s here, keeps up (measured)" in labels[BUNDLED]
         assert "about 120 tokens/s here, keeps up (measured)" in panel.translation_model.status.text()
         with qtbot.waitSignal(c.downloads.finished, timeout=60_000):

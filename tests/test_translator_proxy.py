@@ -85,7 +85,7 @@ def test_llama_cpp_loads_the_proxy_and_decodes(small_proxy):
 
 def test_proxies_are_kept_and_a_damaged_one_rebuilt(tmp_path):
     messages = []
-    first = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
+    first = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, burst=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
                     on_status=lambda message, fraction: messages.append(message))
     assert first[0].model == "tiny-qwen2" and first[0].tokens_per_s > 0 and first[0].layers == 6
     assert any(m.startswith("Building") for m in messages)
@@ -95,21 +95,21 @@ def test_proxies_are_kept_and_a_damaged_one_rebuilt(tmp_path):
     mtimes = {p: p.stat().st_mtime_ns for p in kept}
 
     messages.clear()
-    measure(["tiny-qwen2"], Workload(40, 8), rounds=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
+    measure(["tiny-qwen2"], Workload(40, 8), rounds=1, burst=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
             on_status=lambda message, fraction: messages.append(message))
     assert {p: p.stat().st_mtime_ns for p in kept} == mtimes, "kept proxies are reused"
     assert not any(m.startswith("Building") for m in messages)
 
     damaged = kept[0]
     damaged.write_bytes(damaged.read_bytes()[: sizes[damaged] // 2])  # a truncated file
-    again = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, root=tmp_path, shapes={"tiny-qwen2": TINY})
+    again = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, burst=1, root=tmp_path, shapes={"tiny-qwen2": TINY})
     assert again[0].tokens_per_s > 0
     assert damaged.stat().st_size == sizes[damaged], "built again whole"
     assert sorted(tmp_path.iterdir()) == kept, "no staging or source file is left behind"
 
 
 def test_full_depth_proxy_is_timed_and_removed(tmp_path):
-    (speed,) = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
+    (speed,) = measure(["tiny-qwen2"], Workload(40, 8), rounds=1, burst=1, root=tmp_path, shapes={"tiny-qwen2": TINY},
                        full_depth=True)
     assert speed.full_depth_tokens_per_s and speed.full_depth_tokens_per_s > 0
     assert not list(tmp_path.glob("*-l6-*")), "the full-depth proxy is not kept"
@@ -139,7 +139,7 @@ def test_advice_uses_the_stored_proxy_speed(tmp_path, monkeypatch):
     assert BY_PROXY in advice.reason  # the 3B model fits in memory: passed over as too slow
     assert recommend(Machine(25 * GB, 2, None, 21.5), catalogue_sizes()).model == BUNDLED
     notes = speed_notes(machine)
-    assert notes["qwen2.5-3b-instruct"] == f"about 6 tokens/s here, too slow for live captions ({BY_PROXY})"
+    assert notes["qwen2.5-3b-instruct"] == f"about 6.0 tokens/s here, too slow for live captions ({BY_PROXY})"
     assert notes[BUNDLED] == "about 22 tokens/s here, keeps up (measured)"
     assert BY_SCALING in speed_notes(Machine(25 * GB, 2, None, 21.5))["qwen2.5-1.5b-instruct"]
     assert LIVE_TOKENS_PER_S == 15.0

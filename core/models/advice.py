@@ -189,6 +189,11 @@ def this_machine() -> Machine:
                    {name: float(r["tokens_per_s"]) for name, r in proxy_records().items()})
 
 
+def rate(tokens_per_s: float) -> str:
+    """A speed in words' precision: one decimal below 10 tokens/s ("1.4"), none above ("21")."""
+    return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"
+
+
 def speed_basis(model: str, machine: Machine) -> str:
     """How :func:`estimated_speed` knows ``model``'s speed here, in words."""
     if model in machine.proxy_tokens_per_s:
@@ -231,11 +236,11 @@ def recommend(machine: Machine, sizes: dict[str, int]) -> Advice:
         if machine.accelerator and how != BY_PROXY:
             how += f", and a guessed {_GPU_SPEEDUP:g}× for the GPU"
         if tps < LIVE_TOKENS_PER_S:
-            why_not.append(f"{name} would translate only about {tps:.0f} tokens/s here ({how}; live captions "
+            why_not.append(f"{name} would translate only about {rate(tps)} tokens/s here ({how}; live captions "
                            f"need {LIVE_TOKENS_PER_S:.0f})")
             continue
         where = f"on {machine.accelerator}" if machine.accelerator else f"on {machine.cores} CPU cores"
-        return Advice(name, f"{name} fits in memory and should translate roughly {tps:.0f} tokens/s {where} "
+        return Advice(name, f"{name} fits in memory and should translate roughly {rate(tps)} tokens/s {where} "
                             f"({how}; live captions need {LIVE_TOKENS_PER_S:.0f}).", languages, tps, measured)
     raise AssertionError("the bundled model is always a candidate")
 
@@ -250,7 +255,7 @@ def speed_notes(machine: Machine | None = None) -> dict[str, str]:
         if machine.accelerator and name != BUNDLED and basis != BY_PROXY:
             basis += f", and a guessed {_GPU_SPEEDUP:g}× for the GPU"
         verdict = "keeps up" if tps >= LIVE_TOKENS_PER_S else "too slow for live captions"
-        notes[name] = f"about {tps:.0f} tokens/s here, {verdict} ({basis})"
+        notes[name] = f"about {rate(tps)} tokens/s here, {verdict} ({basis})"
     return notes
 
 

@@ -15,16 +15,21 @@ in the translator's prompt chunks, then :attr:`Workload.output_tokens` greedy to
 through :class:`~core.translate.llama_runner.LlamaRunner` with the app's threads and GPU layers;
 tokens per second = output tokens / (prompt + decoding seconds).
 
-**Extrapolated in depth.** Proxies of 2 and 4 layers (full width and vocabulary: about 0.3 and 0.5 GB
-for the 3B shape) are timed in turns over a few rounds, and the full depth is predicted as
-``t(L) = t(2) + (L - 2)·(t(4) - t(2))/2`` per round (the median over rounds kept). That is sound
-because the layers run one after another and do identical work (same tensors, same cache length),
-while what does not grow with depth (embedding row, final norm, the output projection over the
-whole vocabulary, sampling, Python) is the same at any depth; the quantiser gives the more precise
-Q6_K to half the layers at 2 and 4 layers as at 28 and 36, so the per-layer cost is the full model's
-average. Checked once against a full-depth proxy of the 1.5B shape (:func:`measure` with
-``full_depth`` times one beside its 2- and 4-layer proxies). A full-depth 1.5B proxy takes 1.1 GB (and 1.6 GB for
-its Q8_0 source while it is quantised); the kept 2- and 4-layer proxies about 1.4 GB for both shapes.
+**Extrapolated in depth.** Proxies of 2 and 4 layers (full width and vocabulary: 0.25 and 0.31 GB
+for the 1.5B shape, 0.35 and 0.44 GB for the 3B) are timed in turns over a few rounds, and the full
+depth is predicted as ``t(L) = t(2) + (L - 2)·(t(4) - t(2))/2`` per round (the median over rounds
+kept). That is sound because the layers run one after another and do identical work (same tensors,
+same cache length), while what does not grow with depth (embedding row, final norm, the output
+projection over the whole vocabulary, sampling, Python) is the same at any depth; the quantiser
+gives the more precise Q6_K to half the layers at 2 and 4 layers as at 28 and 36, so the per-layer
+cost is the full model's average (the file sizes extrapolate to the full-depth proxy's to 0.01%).
+Checked once against a full-depth proxy of the 1.5B shape (:func:`measure` with ``full_depth``;
+0.98 GB, and 1.6 GB for its Q8_0 source while it is quantised) on the busy 2-core machine of
+docs/BENCHMARKS.md: predicted within 1% of it with the fastest of three runs per round counting, 26%
+off with one run per round. The catalogue's Q4_K_M files are larger than the proxies (1.12 and 2.1
+GB against 0.98 and 1.93 GB) by the size of a Q4_K copy of the embedding (0.13 and 0.17 GB), as if
+they stored the embedding apart from its Q6_K use as the output projection: a token's work is the
+same either way.
 
 Proxies are kept under ``models_dir()/translator-proxies`` (a cache: delete it freely) by shape,
 depth and :data:`PROXY_VERSION`; one that does not load (damaged) is built again. The speeds are
@@ -294,18 +299,22 @@ class ProxySpeed:
     per_layer_s: float  # one layer's share of it
     layers: int
     gpu_offload: bool
+    prompt_tokens: int  # the workload timed
+    output_tokens: int
     full_depth_tokens_per_s: float | None = None  # timed on a full-depth proxy (the check), where asked
 
 
-def measure(models: list[str] | None = None, workload: Workload = Workload(), *, rounds: int = 5,
+def measure(models: list[str] | None = None, workload: Workload = Workload(), *, rounds: int = 3, burst: int = 3,
             n_threads: int = 0, n_gpu_layers: int = 0, root: Path | None = None, full_depth: bool = False,
             on_status: StatusCallback | None = None, abort: threading.Event | None = None,
             shapes: dict[str, TranslatorShape] | None = None) -> list[ProxySpeed]:
     """Build (or reuse) the 2- and 4-layer proxies of ``models`` (catalogue names; all of
-    :data:`SHAPES` if None), time ``workload`` on each in turns over ``rounds`` rounds (after a warm-up)
-    and predict each full depth. ``full_depth``: also build and time a full-depth proxy of each (the
-    extrapolation's check; removed afterwards: too big to keep). ``on_status(sentence, fraction)``
-    reports progress; setting ``abort`` stops it (:class:`~core.errors.Interrupted`)."""
+    :data:`SHAPES` if None), time ``workload`` on each in turns over ``rounds`` rounds after a warm-up
+    (in each, the fastest of ``burst`` runs back to back counts, so a moment's load from another
+    program is dropped, as in :class:`core.asr.calibration.Timer`) and predict each full depth.
+    ``full_depth``: also build and time a full-depth proxy of each (the extrapolation's check; removed
+    afterwards: too big to keep). ``on_status(sentence, fraction)`` reports progress; setting ``abort``
+    stops it (:class:`~core.errors.Interrupted`)."""
     shapes = shapes or SHAPES
     names = list(models or shapes)
     unknown = [n for n in names if n not in shapes]
@@ -350,7 +359,7 @@ def measure(models: list[str] | None = None, workload: Workload = Workload(), *,
         for r in range(rounds + 1):
             for j, (key, runner) in enumerate(runners.items()):
                 check()
-                seconds = time_workload(runner, workload, seed=r)
+                seconds = min(time_workload(runner, workload, seed=r) for _ in range(burst if r else 1))
                 if r:  # round 0 warms up
                     samples[key].append(seconds)
                 status("Timing them (speed does not depend on the weights)",
@@ -371,7 +380,8 @@ def measure(models: list[str] | None = None, workload: Workload = Workload(), *,
         per_layer = max(0.0, (statistics.median(samples[(name, b)]) - statistics.median(samples[(name, a)])) / (b - a))
         full = samples.get((name, shape.layers)) if shape.layers not in DEPTHS else None
         out.append(ProxySpeed(name, round(workload.output_tokens / seconds, 2), round(seconds, 4),
-                              round(per_layer, 5), shape.layers, offload,
+                              round(per_layer, 5), shape.layers, offload, workload.prompt_tokens,
+                              workload.output_tokens,
                               round(workload.output_tokens / statistics.median(full), 2) if full else None))
     status("Done", 1.0)
     return out
