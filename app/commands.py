@@ -47,8 +47,12 @@ def _measure_proxies(settings, quiet: bool) -> None:
     if not quiet:
         print("Measuring the bigger translators with random-weight models of their shape (the first time builds "
               "them: a few minutes)…", file=sys.stderr)
-    speeds = measure(n_threads=settings.translation.n_threads, n_gpu_layers=settings.translation.n_gpu_layers,
-                     on_status=status_printer(quiet))
+    try:
+        speeds = measure(n_threads=settings.translation.n_threads, n_gpu_layers=settings.translation.n_gpu_layers,
+                         on_status=status_printer(quiet))
+    except SottoError as exc:  # no room for the proxies, a build that fails: the advice goes on without them
+        print(f"{exc} The bigger translators' speeds stay estimated.", file=sys.stderr)
+        return
     record_proxy_speeds({s.model: asdict(s) for s in speeds})
 
 
