@@ -162,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
                                         "suits this machine (measured)")
     p.add_argument("action", nargs="?", choices=("list", "prepare", "get", "path", "verify", "remove", "advise"))
     p.add_argument("name", nargs="?")
+    proxies = p.add_mutually_exclusive_group()
+    proxies.add_argument("--proxies", action="store_true",
+                         help="advise: time the bigger translators' random-weight models of their shape again "
+                              "(done once per machine otherwise)")
+    proxies.add_argument("--no-proxies", action="store_true",
+                         help="advise: do not time the bigger translators (their stored or estimated speeds are used)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=commands.models)
 

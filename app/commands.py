@@ -20,12 +20,44 @@ def _print_advice(advice) -> None:
         print(f"  Get it with `sotto models get {advice.model}`, then `sotto settings set translation.model "
               f"{advice.model}` (or choose it in Settings › Models).")
     if not advice.measured:
-        print("  (Speeds estimated from the core count; `sotto models advise` times the bundled model, and scales "
-              "that by size for the others.)")
+        print("  (Speeds estimated from the core count; `sotto models advise` times the bundled model, and the "
+              "bigger ones with random-weight models of their shape.)")
+
+
+def _print_speeds(machine) -> None:
+    from core.models.advice import LIVE_TOKENS_PER_S, proxy_records, speed_notes
+
+    records = proxy_records()
+    print(f"\nTranslation speed here (output tokens per second of model time; live captions need "
+          f"{LIVE_TOKENS_PER_S:.0f}):")
+    notes = speed_notes(machine)
+    width = max(len(name) for name in notes)
+    for name, note in notes.items():
+        when = f", {records[name]['date']}" if name in records else ""
+        print(f"  {name.ljust(width)}  {note.removesuffix(')')}{when})")
+
+
+def _measure_proxies(settings, quiet: bool) -> None:
+    """Time the catalogue translators' random-weight proxies here and store their speeds."""
+    from dataclasses import asdict
+
+    from core.models.advice import record_proxy_speeds
+    from core.translate.proxy import measure
+
+    if not quiet:
+        print("Measuring the bigger translators with random-weight models of their shape (the first time builds "
+              "them: a few minutes)…", file=sys.stderr)
+    try:
+        speeds = measure(n_threads=settings.translation.n_threads, n_gpu_layers=settings.translation.n_gpu_layers,
+                         on_status=status_printer(quiet))
+    except SottoError as exc:  # no room for the proxies, a build that fails: the advice goes on without them
+        print(f"{exc} The bigger translators' speeds stay estimated.", file=sys.stderr)
+        return
+    record_proxy_speeds({s.model: asdict(s) for s in speeds})
 
 
 def models(args: argparse.Namespace) -> int:
-    from core.models.advice import BUNDLED, advise, record_speed, this_machine
+    from core.models.advice import BUNDLED, advise, proxy_records, record_speed, this_machine
     from core.models.store import ModelStore, human_size
 
     store = ModelStore()
@@ -64,10 +96,15 @@ def models(args: argparse.Namespace) -> int:
 
         tokens, seconds = measure_speed(path)
         record_speed(BUNDLED, tokens, seconds)
+        if args.proxies or (not args.no_proxies and not proxy_records()):  # measured once per machine
+            from core.settings import load_settings
+
+            _measure_proxies(load_settings(), args.quiet)
         machine = this_machine()
         print(f"This machine: {human_size(machine.memory_bytes)} of memory, {machine.cores} CPU cores, "
               f"translation on {machine.accelerator or 'the CPU'}; the bundled model translates "
               f"{tokens / max(seconds, 1e-9):.0f} tokens/s here.")
+        _print_speeds(machine)
         _print_advice(advise(machine))
         return 0
     if action == "prepare":

@@ -20,6 +20,7 @@ import functools
 import logging
 import mmap
 import os
+import platform
 import re
 import sys
 import threading
@@ -331,3 +332,14 @@ def compute_devices() -> list[str]:
     lines.append(f"PyTorch {torch.__version__} (speculative engine): {', '.join(found) or 'no GPU'}; "
                  f"compute_device auto = {chosen}, compute_dtype auto = {torch_dtype_name('auto', chosen)}")
     return lines
+
+
+def cpu_name() -> str:
+    """The processor's model name (``/proc/cpuinfo`` where there is one)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"

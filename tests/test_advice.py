@@ -13,13 +13,17 @@ import pytest
 
 from core.models.advice import (
     BUNDLED,
+    BY_PROXY,
+    BY_SCALING,
     LIVE_TOKENS_PER_S,
     Machine,
     advise,
     catalogue_sizes,
     estimated_speed,
     measured_speeds,
+    rate,
     recommend,
+    record_proxy_speeds,
     record_speed,
     total_memory,
 )
@@ -84,15 +88,23 @@ def test_speed_is_recorded_and_read_back(tmp_path, monkeypatch):
     assert measured_speeds() == {BUNDLED: 150.0}
 
 
-def test_models_advise_measures_the_bundled_model(tmp_path):
+def test_models_advise_measures_the_bundled_model(tmp_path, monkeypatch):
     env = {**os.environ, "SOTTO_DATA_DIR": str(tmp_path), "SOTTO_CONFIG_DIR": str(tmp_path / "config")}
-    proc = subprocess.run([sys.executable, "-m", "app", "models", "advise"], cwd=ROOT, env=env,
+    # a proxy speed stored for this machine (`sotto models advise` times the proxies the first time, or with
+    # --proxies: tests/test_translator_proxy.py times them)
+    monkeypatch.setenv("SOTTO_DATA_DIR", str(tmp_path))
+    record_proxy_speeds({"qwen2.5-3b-instruct": {"tokens_per_s": 3.0}})
+    proc = subprocess.run([sys.executable, "-m", "app", "models", "advise", "--no-proxies"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     record = json.loads((tmp_path / "translation-speed.json").read_text())
     tps = record[BUNDLED]["tokens_per_s"]
     assert tps > 0 and record[BUNDLED]["tokens"] >= 30
     assert f"translates {tps:.0f} tokens/s here" in proc.stdout
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("  ")}
+    assert f"about 3.0 tokens/s here, too slow for live captions ({BY_PROXY}, " in rows["qwen2.5-3b-instruct"]
+    assert BY_SCALING in rows["qwen2.5-1.5b-instruct"], "no proxy measured for it: scaled from the bundled model"
+    assert f"about {rate(tps)} tokens/s here" in rows[BUNDLED]
     assert "Advised translation model for this machine: " in proc.stdout
     listing = subprocess.run([sys.executable, "-m", "app", "models"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=120)
@@ -110,6 +122,7 @@ def test_settings_panel_downloads_and_uses_the_advised_model(qtbot, tmp_path, mo
     monkeypatch.setenv("SOTTO_MODELS_DIR", str(models))
     # this machine measured fast enough for the 1.5B model (a record as `sotto models advise` writes it)
     record_speed(BUNDLED, 1200, 10.0)
+    record_proxy_speeds({"qwen2.5-3b-instruct": {"tokens_per_s": 4.0}})  # its random-weight proxy's speed here
     assert advise().model == "qwen2.5-1.5b-instruct"
     payload = os.urandom(400_000)
     server = _Server()
@@ -120,6 +133,13 @@ def test_settings_panel_downloads_and_uses_the_advised_model(qtbot, tmp_path, mo
         panel = c.show_settings()
         assert "qwen2.5-1.5b-instruct" in panel.advice.text() and "(in use)" not in panel.advice.text()
         assert not panel.use_advised.isHidden() and panel.use_advised.text() == "Download and use it"
+        # each translator's speed here beside it in the list, and under the one chosen
+        labels = {panel.translation_model.combo.itemData(i): panel.translation_model.combo.itemText(i)
+                  for i in range(panel.translation_model.combo.count())}
+        assert labels["qwen2.5-3b-instruct"].endswith(
+            f"about 4.0 tokens/s here, too slow for live captions ({BY_PROXY})")
+        assert "about 120 tokens/s here, keeps up (measured)" in labels[BUNDLED]
+        assert "about 120 tokens/s here, keeps up (measured)" in panel.translation_model.status.text()
         with qtbot.waitSignal(c.downloads.finished, timeout=60_000):
             panel.use_advised.click()
         assert c.settings.translation.model == "qwen2.5-1.5b-instruct", "used once downloaded"

@@ -18,7 +18,7 @@ from core.audio.loopback import list_output_devices, system_audio_unavailable
 from core.audio.sources import is_live, list_input_devices
 from core.compute import ct2_cuda_problem
 from core.errors import SottoError
-from core.models.advice import advise
+from core.models.advice import advise, speed_notes
 from core.models.store import ModelStore, check_reference
 from core.session.service import CaptionService, ServiceState
 from core.settings import Settings, check_combination, save_settings, settings_path
@@ -245,6 +245,7 @@ class SettingsController(QObject):
         ready = not self.store.status(advice.model).downloadable
         self.panel.show_advice(advice.model, advice.reason, advice.languages,
                                self.settings.translation.model == advice.model, ready)
+        self.panel.show_translator_speeds(speed_notes())
 
     def use_advised(self, name: str) -> None:
         """Use translation model ``name``, downloading it first (with progress) if needed."""

@@ -162,6 +162,7 @@ class SettingsPanel(QDialog):
         self.resize(620, 470)
         self._models = {m.name: m for m in models}
         self._fits: dict[str, str] = {}
+        self._speeds: dict[str, str] = {}  # translation model → its expected speed here, in words
         self.tabs = QTabWidget()
         self.tabs.addTab(self._captions_tab(), "Captions")
         self.tabs.addTab(self._languages_tab(), "Languages")
@@ -650,7 +651,15 @@ class SettingsPanel(QDialog):
         self._models = statuses
         for row in self._model_rows():
             name = row.combo.currentData()
-            row.show_status(statuses.get(name), name, self._fits.get(name, "") if row is self.verifier_model else "")
+            notes = self._fits if row is self.verifier_model else self._speeds if row is self.translation_model else {}
+            row.show_status(statuses.get(name), name, notes.get(name, ""))
+
+    def show_translator_speeds(self, notes: dict[str, str]) -> None:
+        """Each translation model's expected speed here (model name → a few words): in the translation
+        model's list, beside every model, and under the one chosen."""
+        self._speeds = dict(notes)
+        self.translation_model.show_notes(self._speeds)
+        self.show_model_status(self._models)
 
     def show_verifier_fit(self, fits: dict[str, str]) -> None:
         """What the engine check says of each verifier on this machine (model name → a few words): in

@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import logger
+from ..compute import cpu_name
 from ..errors import Interrupted
 from ..models.store import ModelStore, StatusCallback
 from ..paths import config_dir, demo_sample, models_dir, write_atomic
@@ -632,17 +633,6 @@ def verifier_speed_words(cal: Calibration | None, models: list[str]) -> dict[str
     """:func:`verifier_speeds` in a few words each (:data:`NOT_MEASURED` where nothing was measured)."""
     return {model: speed.words() if speed is not None else NOT_MEASURED
             for model, speed in verifier_speeds(cal, models).items()}
-
-
-def cpu_name() -> str:
-    """The processor's model name (``/proc/cpuinfo`` where there is one)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def same_machine(cal: Calibration) -> bool:

@@ -3,10 +3,12 @@
 A bigger model translates better but must keep up with speech: a finished sentence of about
 30 output tokens (plus its prompt) should be on screen within about two seconds, which needs an
 effective speed of :data:`LIVE_TOKENS_PER_S` (output tokens per second of model time, prompt
-included). Speeds are measured with the bundled model on this machine (``sotto models advise``,
-or read back from earlier sessions) and scaled by parameter count for the bigger ones; without a
-measurement they are estimated from the core count. The advice is the largest model that fits in
-memory and is expected to keep up; the bundled 270M is the fallback that always works.
+included). The bundled model's speed is measured on this machine (``sotto models advise``, or read
+back from earlier sessions); a bigger one's is measured with a random-weight proxy of its shape
+(:mod:`core.translate.proxy`, stored per machine by :func:`record_proxy_speeds`), and where none was
+measured here it is the bundled model's scaled by parameter count; without any measurement speeds
+are estimated from the core count. The advice is the largest model that fits in memory and is
+expected to keep up; the bundled 270M is the fallback that always works.
 :func:`model_note` says it to the user with the first translation of a session.
 """
 
@@ -16,10 +18,11 @@ import json
 import os
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import logger
+from ..compute import cpu_name
 from ..paths import data_dir, write_atomic
 
 LIVE_TOKENS_PER_S = 15.0
@@ -47,6 +50,7 @@ class Machine:
     cores: int
     accelerator: str | None = None  # e.g. "CUDA", "Apple Silicon (Metal)"; only one llama.cpp can use
     bundled_tokens_per_s: float | None = None  # measured here with the bundled model
+    proxy_tokens_per_s: dict[str, float] = field(default_factory=dict)  # measured here with random-weight proxies
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,79 @@ def record_speed(model: str, tokens: int, seconds: float) -> None:
         logger.warning("could not record the translation speed: %s", exc)
 
 
+# how a speed is known, in words
+BY_PROXY = "measured with a random-weight proxy of its shape"
+BY_SCALING = "an estimate: the bundled model's measured speed scaled by parameter count"
+BY_CORES = "estimated from the core count"
+PROXY_VERSION = 1  # of the stored proxy speeds: another version is not read
+
+
+def _proxy_file() -> Path:
+    return data_dir() / "translator-proxy-speed.json"
+
+
+def _machine_id() -> dict[str, object]:
+    """What a stored proxy speed must match to count here: the processor, its cores and the GPU."""
+    return {"cpu": cpu_name(), "cores": os.cpu_count() or 1, "accelerator": translation_accelerator()}
+
+
+def record_proxy_speeds(speeds: dict[str, dict]) -> None:
+    """Store proxy speeds for this machine (model → a record with ``tokens_per_s``), beside those of
+    other models measured before; those of another machine are dropped."""
+    path = _proxy_file()
+    here = _machine_id()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict) or data.get("machine") != here or data.get("version") != PROXY_VERSION:
+        data = {"version": PROXY_VERSION, "machine": here, "models": {}}
+    date = time.strftime("%Y-%m-%d")
+    data["models"].update({name: {**record, "date": date} for name, record in speeds.items()})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(data, indent=1))
+    except OSError as exc:  # a read-only or full disk costs the advice its measurement, nothing else
+        logger.warning("could not record the translators' proxy speeds: %s", exc)
+
+
+def proxy_records() -> dict[str, dict]:
+    """The proxy speeds stored for this machine (model → record: ``tokens_per_s``, ``date``, …); none
+    where they were measured on another machine or the file is damaged."""
+    try:
+        data = json.loads(_proxy_file().read_text(encoding="utf-8"))
+        if data.get("version") != PROXY_VERSION or data.get("machine") != _machine_id():
+            return {}
+        return {str(k): dict(v) for k, v in data["models"].items() if float(v["tokens_per_s"]) > 0}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def this_machine() -> Machine:
-    """Memory, cores, the accelerator and the bundled model's measured speed here."""
+    """Memory, cores, the accelerator and the measured speeds here (bundled model, proxies)."""
     return Machine(total_memory(), os.cpu_count() or 1, translation_accelerator(),
-                   measured_speeds().get(BUNDLED))
+                   measured_speeds().get(BUNDLED),
+                   {name: float(r["tokens_per_s"]) for name, r in proxy_records().items()})
+
+
+def rate(tokens_per_s: float) -> str:
+    """A speed in words' precision: one decimal below 10 tokens/s ("1.4"), none above ("21")."""
+    return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"
+
+
+def speed_basis(model: str, machine: Machine) -> str:
+    """How :func:`estimated_speed` knows ``model``'s speed here, in words."""
+    if model in machine.proxy_tokens_per_s:
+        return BY_PROXY
+    if machine.bundled_tokens_per_s is None:
+        return BY_CORES
+    return "measured" if model == BUNDLED else BY_SCALING
 
 
 def estimated_speed(model: str, machine: Machine) -> tuple[float, bool]:
     """Expected effective tokens per second of ``model`` here, and whether it rests on a measurement."""
+    if model in machine.proxy_tokens_per_s:  # timed as the app runs it (GPU layers included)
+        return machine.proxy_tokens_per_s[model], True
     measured = machine.bundled_tokens_per_s is not None
     bundled = machine.bundled_tokens_per_s if measured else _BUNDLED_TPS_PER_CORE * machine.cores
     assert bundled is not None
@@ -163,18 +232,31 @@ def recommend(machine: Machine, sizes: dict[str, int]) -> Advice:
             why_not.append(f"{name} needs about {need / 1e9:.1f} GB of the "
                            f"{max(budget, 0) / 1e9:.1f} GB this machine has to spare")
             continue
-        how = ("an estimate: the bundled model's measured speed scaled by parameter count (only the bundled "
-               "model is timed)" if measured else "estimated from the core count")
-        if machine.accelerator:
+        how = speed_basis(name, machine)
+        if machine.accelerator and how != BY_PROXY:
             how += f", and a guessed {_GPU_SPEEDUP:g}× for the GPU"
         if tps < LIVE_TOKENS_PER_S:
-            why_not.append(f"{name} would translate only about {tps:.0f} tokens/s here ({how}; live captions "
+            why_not.append(f"{name} would translate only about {rate(tps)} tokens/s here ({how}; live captions "
                            f"need {LIVE_TOKENS_PER_S:.0f})")
             continue
         where = f"on {machine.accelerator}" if machine.accelerator else f"on {machine.cores} CPU cores"
-        return Advice(name, f"{name} fits in memory and should translate roughly {tps:.0f} tokens/s {where} "
+        return Advice(name, f"{name} fits in memory and should translate roughly {rate(tps)} tokens/s {where} "
                             f"({how}; live captions need {LIVE_TOKENS_PER_S:.0f}).", languages, tps, measured)
     raise AssertionError("the bundled model is always a candidate")
+
+
+def speed_notes(machine: Machine | None = None) -> dict[str, str]:
+    """Each candidate's expected speed here in a few words (model → note), for beside the model."""
+    machine = machine or this_machine()
+    notes = {}
+    for name, _params, _languages in CANDIDATES:
+        tps, _ = estimated_speed(name, machine)
+        basis = speed_basis(name, machine)
+        if machine.accelerator and name != BUNDLED and basis != BY_PROXY:
+            basis += f", and a guessed {_GPU_SPEEDUP:g}× for the GPU"
+        verdict = "keeps up" if tps >= LIVE_TOKENS_PER_S else "too slow for live captions"
+        notes[name] = f"about {rate(tps)} tokens/s here, {verdict} ({basis})"
+    return notes
 
 
 def catalogue_sizes() -> dict[str, int]:
