@@ -341,17 +341,25 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
 
 
 def timed_runs(translator, configs: list[Config], sources: list[str], lang: str, repeats: int,
-               log) -> tuple[dict[str, Run], dict[str, list[float]]]:
+               log, calls: dict | None = None) -> tuple[dict[str, Run], dict[str, list[float]]]:
     """Each configuration's run (the first) and its seconds in every run: configurations with ``repeat``
     run ``repeats`` times, interleaved (a slow moment of the machine hits all alike), the others once.
-    The outputs are deterministic; a repeat that gives other tokens stops the benchmark."""
+    The outputs are deterministic; a repeat that gives other tokens stops the benchmark. ``calls``: each
+    configuration's first run is recorded call by call there (a CallLog by name, as ``--profile``)."""
+    from core.translate.llama_runner import CallLog
+
     runs: dict[str, Run] = {}
     seconds: dict[str, list[float]] = {cfg.name: [] for cfg in configs}
     for rep in range(repeats):
         for cfg in configs:
             if rep and not cfg.repeat:
                 continue
-            run = run_config(translator, cfg, sources, lang)
+            if calls is not None and rep == 0:
+                translator.runner.log = calls[cfg.name] = CallLog()
+            try:
+                run = run_config(translator, cfg, sources, lang)
+            finally:
+                translator.runner.log = None
             seconds[cfg.name].append(run.seconds)
             log(f"{cfg.name}, run {rep + 1}: {run.seconds:.1f} s")
             if rep == 0:
@@ -395,12 +403,14 @@ def beta_table(translator, default: Config, sources: list[str], refs: list[str],
     app's display rules) beside AR's with the same rules, and how many of the updates are token for
     token AR's (β = 0 must be all)."""
     configs = beta_configs(default)
-    runs, seconds = timed_runs(translator, configs, sources, lang, repeats, log)
+    calls: dict = {}
+    runs, seconds = timed_runs(translator, configs, sources, lang, repeats, log, calls)
     ar_cfg = configs[0]
     ar_run = runs[ar_cfg.name]
     ar_s = statistics.median(seconds[ar_cfg.name])
     ar_run.seconds = ar_s
     ar = {"config": ar_cfg.name, "beta": None, "verifies": "–", **scores(ar_run, refs, lang),
+          "calls": call_seconds(calls[ar_cfg.name]),
           "seconds_runs": [round(x, 2) for x in seconds[ar_cfg.name]], "speedup_vs_ar_reuse": 1.0}
     rows = []
     for cfg in configs[1:]:
@@ -415,6 +425,7 @@ def beta_table(translator, default: Config, sources: list[str], refs: list[str],
                "seconds_runs": [round(x, 2) for x in seconds[cfg.name]],
                "ne_display_ar": ar["ne_display"], "contradicted_partials_ar": ar["contradicted_partials"],
                "contradicted_words_ar": ar["contradicted_words"],
+               "calls": call_seconds(calls[cfg.name]),
                "identical_to_ar": same["identical_fraction"], "finals_identical_to_ar": round(
                    sum(a == b for a, b in zip(ar_run.finals, run.finals, strict=True)) / max(len(run.finals), 1), 4)}
         rows.append(row)
@@ -498,6 +509,19 @@ def verification_markdown(rows: list[dict]) -> list[str]:
         lines.append(f"| {r['tokens']} | {r['verify_ms']} | {r['check_ms']} | {r['one_row_ms']} | {r['greedy_ms']} | "
                      f"{r['verify_vs_greedy']} |")
     return lines
+
+
+def call_seconds(log) -> dict:
+    """Where one run's model time went, by kind of call (core.translate.llama_runner.CallLog: one-token,
+    verification, prompt), finished and unfinished sentences together: calls, tokens, logit rows, seconds."""
+    out: dict[str, dict] = {}
+    for (_, kind), st in log.stats.items():
+        row = out.setdefault(kind, {"calls": 0, "tokens": 0, "rows": 0, "seconds": 0.0})
+        row["calls"] += st.calls
+        row["tokens"] += st.tokens
+        row["rows"] += st.rows
+        row["seconds"] = round(row["seconds"] + st.seconds, 2)
+    return out
 
 
 def best_verifying(rows: list[dict]) -> dict | None:
@@ -942,6 +966,16 @@ def beta_markdown(table: dict) -> list[str]:
                      f"{r['ne_display_ar']:.3f} → {r['ne_display']:.3f} | {r['contradicted_partials_ar']:.1%} → "
                      f"{r['contradicted_partials']:.1%} | {ad} | {r['identical_to_ar']:.0%} | {r['seconds']} | "
                      f"**{r['speedup_vs_ar_reuse']}×** ({pairs}) |")
+    if "calls" in ar:
+        lines += ["", "Where the model time went (each configuration's first run, every call timed: "
+                  "core.translate.llama_runner.CallLog): calls / tokens evaluated / seconds by kind of call "
+                  "(one-token = greedy decoding, one thread; verification = a draft's tokens, a full-vocabulary row "
+                  "each; prompt = tokens evaluated for one row: prompts, a draft kept unchecked).", "",
+                  "| β | one-token | verification | prompt |", "|---:|---:|---:|---:|"]
+        for label, r in [("AR + reuse", ar)] + [(f"{r['beta']:g}", r) for r in table["rows"]]:
+            cells = [(lambda c: f"{c['calls']} / {c['tokens']} / {c['seconds']}" if c else "–")(r["calls"].get(kind))
+                     for kind in ("one-token", "verification", "prompt")]
+            lines.append(f"| {label} | {' | '.join(cells)} |")
     best = table.get("best_verifying")
     if best is not None:
         lines += ["", f"Fastest β that verifies: {best['beta']:g}, {best['speedup_vs_ar_reuse']}× greedy AR with the "
