@@ -38,9 +38,9 @@ Tatoeba utterances, TED talk transcripts: the tune splits of /work/shared/data/g
 held-out splits too with ``--heldout``, for the final report only), counting copies left in English, fragments
 and phrase loops (core.translate.quality) beside chrF.
 
-``--betas`` runs only Table 3, on 30 sentences (``--sentences N``), each configuration twice
-(``--repeats``); its JSON has one row per β under ``betas`` (keys ``beta``, ``verifies``,
-``speedup_vs_ar_reuse``, …).
+``--betas`` runs only Table 3, on 30 sentences (``--sentences N``), each configuration once
+(``--repeats``), interleaved sentence by sentence; its JSON has one row per β under ``betas``
+(keys ``beta``, ``verifies``, ``speedup_vs_ar_reuse``, …).
 
 Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--stock-llama DIR]
                              [--json FILE] [--write-docs]
@@ -341,25 +341,35 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
 
 
 def timed_runs(translator, configs: list[Config], sources: list[str], lang: str, repeats: int,
-               log, calls: dict | None = None) -> tuple[dict[str, Run], dict[str, list[float]]]:
+               log, calls: dict | None = None,
+               by_sentence: bool = False) -> tuple[dict[str, Run], dict[str, list[float]]]:
     """Each configuration's run (the first) and its seconds in every run: configurations with ``repeat``
-    run ``repeats`` times, interleaved (a slow moment of the machine hits all alike), the others once.
+    run ``repeats`` times, interleaved (a slow moment of the machine hits all alike), the others once;
+    ``by_sentence``: interleaved sentence by sentence (every configuration translates a sentence before
+    the next sentence), so that a busy minute on a shared machine slows every configuration alike.
     The outputs are deterministic; a repeat that gives other tokens stops the benchmark. ``calls``: each
     configuration's first run is recorded call by call there (a CallLog by name, as ``--profile``)."""
     from core.translate.llama_runner import CallLog
 
     runs: dict[str, Run] = {}
     seconds: dict[str, list[float]] = {cfg.name: [] for cfg in configs}
+    groups = [[s] for s in sources] if by_sentence else [sources]
     for rep in range(repeats):
-        for cfg in configs:
-            if rep and not cfg.repeat:
-                continue
-            if calls is not None and rep == 0:
-                translator.runner.log = calls[cfg.name] = CallLog()
-            try:
-                run = run_config(translator, cfg, sources, lang)
-            finally:
-                translator.runner.log = None
+        todo = [cfg for cfg in configs if cfg.repeat or not rep]
+        this = {cfg.name: Run(cfg) for cfg in todo}
+        if calls is not None and rep == 0:
+            calls.update({cfg.name: CallLog() for cfg in todo})
+        for g, group in enumerate(groups):
+            if by_sentence and g and g % 10 == 0:
+                log(f"run {rep + 1}: {g} of {len(groups)} sentences")
+            for cfg in todo:
+                translator.runner.log = calls[cfg.name] if calls is not None and rep == 0 else None
+                try:
+                    _extend(this[cfg.name], run_config(translator, cfg, group, lang))
+                finally:
+                    translator.runner.log = None
+        for cfg in todo:
+            run = this[cfg.name]
             seconds[cfg.name].append(run.seconds)
             log(f"{cfg.name}, run {rep + 1}: {run.seconds:.1f} s")
             if rep == 0:
@@ -367,6 +377,23 @@ def timed_runs(translator, configs: list[Config], sources: list[str], lang: str,
             elif run.outputs != runs[cfg.name].outputs:
                 raise RuntimeError(f"{cfg.name}: a repeat produced other tokens (the runtime is not deterministic)")
     return runs, seconds
+
+
+def _extend(run: Run, part: Run) -> None:
+    """Add ``part`` (the same configuration on the next sentences) to ``run``."""
+    for name in ("seconds", "output_tokens", "draft_tokens", "accepted_tokens", "evaluated_tokens"):
+        setattr(run, name, getattr(run, name) + getattr(part, name))
+    for name in ("finals", "sources", "outputs", "gaps", "sentence_seconds", "updates"):
+        getattr(run, name).extend(getattr(part, name))
+
+
+def block_ratios(base: Run, run: Run, blocks: int = 3) -> list[float]:
+    """``base``'s seconds / ``run``'s over each of ``blocks`` consecutive runs of sentences (how much
+    the ratio of the whole depends on which sentences and which minutes)."""
+    n = len(run.sentence_seconds)
+    edges = [round(i * n / blocks) for i in range(blocks + 1)]
+    return [round(sum(base.sentence_seconds[a:b]) / max(sum(run.sentence_seconds[a:b]), 1e-9), 2)
+            for a, b in zip(edges, edges[1:], strict=False) if b > a]
 
 
 BETAS = (0.0, 0.1, 0.2, 0.3, 0.5)  # the β table (Table 3): exact, three that verify, the first that does not
@@ -404,7 +431,7 @@ def beta_table(translator, default: Config, sources: list[str], refs: list[str],
     token AR's (β = 0 must be all)."""
     configs = beta_configs(default)
     calls: dict = {}
-    runs, seconds = timed_runs(translator, configs, sources, lang, repeats, log, calls)
+    runs, seconds = timed_runs(translator, configs, sources, lang, repeats, log, calls, by_sentence=True)
     ar_cfg = configs[0]
     ar_run = runs[ar_cfg.name]
     ar_s = statistics.median(seconds[ar_cfg.name])
@@ -422,6 +449,7 @@ def beta_table(translator, default: Config, sources: list[str], refs: list[str],
                "speedup_vs_ar_reuse": round(ar_s / max(run.seconds, 1e-9), 2),
                "speedup_vs_ar_reuse_pairs": [round(a / max(b, 1e-9), 2)
                                              for a, b in zip(seconds[ar_cfg.name], seconds[cfg.name], strict=True)],
+               "speedup_vs_ar_reuse_blocks": block_ratios(ar_run, run),
                "seconds_runs": [round(x, 2) for x in seconds[cfg.name]],
                "ne_display_ar": ar["ne_display"], "contradicted_partials_ar": ar["contradicted_partials"],
                "contradicted_words_ar": ar["contradicted_words"],
@@ -948,8 +976,9 @@ def beta_markdown(table: dict) -> list[str]:
                                                  if table["copy_run"] else "")
     lines = [f"**The β table** ({table['sentences']} sentences; the app's default with only β changed: bias scope "
              f"`{table['scope']}`, KV-prefix reuse {'on' if table['reuse'] else 'off'}; each configuration run "
-             f"{table['repeats']} times, interleaved). × AR+reuse = seconds of greedy AR with the same reuse / "
-             "seconds (ratio of the medians; then each pair of runs' own ratio). NE shown and contradicted with "
+             f"{table['repeats']} time(s), interleaved sentence by sentence). × AR+reuse = seconds of greedy AR "
+             "with the same reuse / seconds (the ratio of the medians; in brackets the ratio over each third of the "
+             "sentences, then each repeat's own where there are several). NE shown and contradicted with "
              f"the app's display rules ({rules}), AR's with the same rules beside them (→). Contradicted: shown "
              "partial translations with a word the sentence's final translation does not keep at that place "
              "(bench.translate.contradicted). From β = 0.5 the bias accepts every draft token whatever the model "
@@ -961,7 +990,9 @@ def beta_markdown(table: dict) -> list[str]:
              f"{ar['contradicted_partials']:.1%} | – | 100% | {ar['seconds']} | 1.0× |"]
     for r in table["rows"]:
         ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
-        pairs = ", ".join(f"{x}×" for x in r["speedup_vs_ar_reuse_pairs"])
+        spread = r.get("speedup_vs_ar_reuse_blocks", []) + (r["speedup_vs_ar_reuse_pairs"]
+                                                            if len(r["speedup_vs_ar_reuse_pairs"]) > 1 else [])
+        pairs = ", ".join(f"{x}×" for x in spread)
         lines.append(f"| {r['beta']:g} | {VERIFIES[r['verifies']]} | {r['chrf']} | {r['ne']:.3f} | "
                      f"{r['ne_display_ar']:.3f} → {r['ne_display']:.3f} | {r['contradicted_partials_ar']:.1%} → "
                      f"{r['contradicted_partials']:.1%} | {ad} | {r['identical_to_ar']:.0%} | {r['seconds']} | "
@@ -1025,7 +1056,7 @@ def main_betas(args) -> int:
 
     langs = (args.langs or "de").split(",")
     n = args.sentences or BETAS_SENTENCES
-    repeats = args.repeats or 2
+    repeats = args.repeats or 1
     t0 = time.time()
     load_start = round(os.getloadavg()[0], 2)
     translator = LlamaTranslator(ModelStore().resolve(args.model), TranslatorOptions(target_lang=langs[0]))
@@ -1076,7 +1107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--langs", default=None, help="comma-separated targets (default de; de,ja,zh without --quick)")
     parser.add_argument("--sentences", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None,
-                        help="runs of each Table 2 and Table 3 configuration (median, spread; 3, in --betas 2; in "
+                        help="runs of each Table 2 and Table 3 configuration (median, spread; 3, in --betas 1; in "
                              "--quick only the app's default and AR with the same reuse repeat)")
     parser.add_argument("--stock-llama", metavar="DIR",
                         help="a directory holding llama-cpp-python's stock build (pip install --target DIR "
@@ -1089,8 +1120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
     parser.add_argument("--betas", action="store_true",
                         help="only the β table (β 0, 0.1, 0.2, 0.3, 0.5 with the app's other settings against "
-                             "greedy AR with the same KV reuse) and what verification costs; 30 sentences, 2 runs "
-                             "each by default")
+                             "greedy AR with the same KV reuse) and what verification costs; 30 sentences, one run "
+                             "each by default, interleaved sentence by sentence")
     parser.add_argument("--finished", action="store_true",
                         help="finished sentences only, English→German: NTREX and spoken text (Tatoeba, TED), with "
                              "copies, fragments and loops counted")
