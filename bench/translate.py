@@ -14,7 +14,11 @@ Tables (shaped like the SSBD paper's):
   2 — the app's default, AR and SSBD β=0.2 (paper scope), with and without KV-prefix reuse: chrF,
       BLEU, NE, A/D, A/O, TPS, speedup (plus SSBD β=0 with the default's reuse and lookup setting,
       checked token for token against AR)
-  3 — β sweep 0 … 1.0 (paper scope, with KV reuse)
+  3 — the β table: β 0, 0.1, 0.2, 0.3, 0.5, each the app's default with only β changed (its scope,
+      KV reuse, display rules), against greedy AR with the same reuse: speed, NE shown beside AR's
+      with the same display rules, shown partial translations later contradicted, and whether the
+      row verifies (from β = 0.5 the draft is kept unchecked); with what a verification call costs
+      against the greedy calls it replaces
   4 — mask-k 3 and 5, in the draft vs display-only (β=0.2, paper scope, with KV reuse)
 
 ``--quick`` (about 4 minutes on 2 cores) runs only what the default's claim needs, first the app's
@@ -34,8 +38,13 @@ Tatoeba utterances, TED talk transcripts: the tune splits of /work/shared/data/g
 held-out splits too with ``--heldout``, for the final report only), counting copies left in English, fragments
 and phrase loops (core.translate.quality) beside chrF.
 
+``--betas`` runs only Table 3, on 30 sentences (``--sentences N``), each configuration once
+(``--repeats``), interleaved sentence by sentence; its JSON has one row per β under ``betas``
+(keys ``beta``, ``verifies``, ``speedup_vs_ar_reuse``, …).
+
 Usage: sotto bench translate [--quick] [--model NAME|PATH] [--langs de,ja,zh] [--stock-llama DIR]
                              [--json FILE] [--write-docs]
+       sotto bench translate --betas [--sentences N] [--repeats N] [--langs de] [--json FILE] [--write-docs]
        sotto bench translate --finished [--heldout] [--sentences N] [--json FILE] [--write-docs]
 """
 
@@ -173,30 +182,65 @@ def run_config(translator, config: Config, sources: list[str], lang: str) -> Run
     return run
 
 
+def contradicted(shown: str, final: str, lang: str) -> int:
+    """Words of a shown partial translation that the sentence's final translation contradicts: every
+    word of ``shown`` from the first one on that differs from the final translation's word at the same
+    place (or has no word there), i.e. the shown words past their longest common prefix with ``final``.
+    Words are NE's tokens (core.text.tokenize: whitespace words, CJK characters one by one), compared
+    in lower case and without punctuation at their edges, so a comma or capital the final adds ("sagte"
+    shown, "sagte," kept) contradicts nothing, while a word replaced, inserted or dropped before the
+    end of what was shown contradicts it from there on (the reader saw a start the sentence does not
+    have)."""
+    from core.text import common_prefix_len, tokenize
+
+    def norm(text: str) -> list[str]:
+        return [w.strip(PUNCTUATION).casefold() for w in tokenize(text, lang)]
+
+    words = norm(shown)
+    return len(words) - common_prefix_len(words, norm(final))
+
+
+PUNCTUATION = ".,;:!?¡¿\"'“”„‚‘’«»()[]-–—…。，、；：！？「」『』（）"
+
+
 def display(run: Run, lang: str, mask_k: int, copy_run: int) -> dict:
     """What a display with these rules (display-only mask-k, untranslated runs: the app's
     core.captions.policy.shown_translation) would show of ``run``'s translations: NE shown (erased
-    shown tokens per token of the finished translations; a finished sentence is shown whole) and the
-    share of the unfinished lines' tokens shown."""
+    shown tokens per token of the finished translations; a finished sentence is shown whole), the
+    share of the unfinished lines' tokens shown, and how often what was shown of an unfinished line
+    is later contradicted by its sentence's final translation (:func:`contradicted`):
+    ``contradicted_partials`` = shown partial translations (updates of an unfinished line that show
+    at least one word) with at least one contradicted word / all shown partial translations;
+    ``contradicted_words`` = contradicted words / shown words, over the same updates."""
     from core.captions.metrics import erasure
     from core.captions.policy import shown_translation
     from core.text import tokenize
 
     erased = total = shown = final_len = 0
+    partials = partials_wrong = words_wrong = 0
     for updates in run.updates:
         before = None
+        final = updates[-1][1]
         for i, (source, text) in enumerate(updates):
             if i == len(updates) - 1:
                 now = tokenize(text, lang)
             else:
-                now = tokenize(shown_translation(text, source, mask_k, lang, copy_run), lang)
+                seen = shown_translation(text, source, mask_k, lang, copy_run)
+                now = tokenize(seen, lang)
                 total += len(tokenize(text, lang))
                 shown += len(now)
+                if now:
+                    wrong = contradicted(seen, final, lang)
+                    partials += 1
+                    partials_wrong += wrong > 0
+                    words_wrong += wrong
             if before is not None:
                 erased += erasure(before, now)
             before = now
         final_len += len(before or [])
-    return {"ne_display": round(erased / max(final_len, 1), 3), "shown_share": round(shown / max(total, 1), 3)}
+    return {"ne_display": round(erased / max(final_len, 1), 3), "shown_share": round(shown / max(total, 1), 3),
+            "shown_partials": partials, "contradicted_partials": round(partials_wrong / max(partials, 1), 3),
+            "contradicted_words": round(words_wrong / max(shown, 1), 3)}
 
 
 def display_rules(run: Run, lang: str, default: Config) -> list[dict]:
@@ -296,6 +340,224 @@ def table2_configs(default: Config, quick: bool) -> list[Config]:
             Config(PAPER_KV, 0.2, reuse=True, display_mask_k=3, pieces=pieces), b0]
 
 
+def timed_runs(translator, configs: list[Config], sources: list[str], lang: str, repeats: int,
+               log, calls: dict | None = None,
+               by_sentence: bool = False) -> tuple[dict[str, Run], dict[str, list[float]]]:
+    """Each configuration's run (the first) and its seconds in every run: configurations with ``repeat``
+    run ``repeats`` times, interleaved (a slow moment of the machine hits all alike), the others once;
+    ``by_sentence``: interleaved sentence by sentence (every configuration translates a sentence before
+    the next sentence), so that a busy minute on a shared machine slows every configuration alike.
+    The outputs are deterministic; a repeat that gives other tokens stops the benchmark. ``calls``: each
+    configuration's first run is recorded call by call there (a CallLog by name, as ``--profile``)."""
+    from core.translate.llama_runner import CallLog
+
+    runs: dict[str, Run] = {}
+    seconds: dict[str, list[float]] = {cfg.name: [] for cfg in configs}
+    groups = [[s] for s in sources] if by_sentence else [sources]
+    for rep in range(repeats):
+        todo = [cfg for cfg in configs if cfg.repeat or not rep]
+        this = {cfg.name: Run(cfg) for cfg in todo}
+        if calls is not None and rep == 0:
+            calls.update({cfg.name: CallLog() for cfg in todo})
+        for g, group in enumerate(groups):
+            if by_sentence and g and g % 10 == 0:
+                log(f"run {rep + 1}: {g} of {len(groups)} sentences")
+            for cfg in todo:
+                translator.runner.log = calls[cfg.name] if calls is not None and rep == 0 else None
+                try:
+                    _extend(this[cfg.name], run_config(translator, cfg, group, lang))
+                finally:
+                    translator.runner.log = None
+        for cfg in todo:
+            run = this[cfg.name]
+            seconds[cfg.name].append(run.seconds)
+            log(f"{cfg.name}, run {rep + 1}: {run.seconds:.1f} s")
+            if rep == 0:
+                runs[cfg.name] = run
+            elif run.outputs != runs[cfg.name].outputs:
+                raise RuntimeError(f"{cfg.name}: a repeat produced other tokens (the runtime is not deterministic)")
+    return runs, seconds
+
+
+def _extend(run: Run, part: Run) -> None:
+    """Add ``part`` (the same configuration on the next sentences) to ``run``."""
+    for name in ("seconds", "output_tokens", "draft_tokens", "accepted_tokens", "evaluated_tokens"):
+        setattr(run, name, getattr(run, name) + getattr(part, name))
+    for name in ("finals", "sources", "outputs", "gaps", "sentence_seconds", "updates"):
+        getattr(run, name).extend(getattr(part, name))
+
+
+def block_ratios(base: Run, run: Run, blocks: int = 3) -> list[float]:
+    """``base``'s seconds / ``run``'s over each of ``blocks`` consecutive runs of sentences (how much
+    the ratio of the whole depends on which sentences and which minutes)."""
+    n = len(run.sentence_seconds)
+    edges = [round(i * n / blocks) for i in range(blocks + 1)]
+    return [round(sum(base.sentence_seconds[a:b]) / max(sum(run.sentence_seconds[a:b]), 1e-9), 2)
+            for a, b in zip(edges, edges[1:], strict=False) if b > a]
+
+
+BETAS = (0.0, 0.1, 0.2, 0.3, 0.5)  # the β table (Table 3): exact, three that verify, the first that does not
+
+
+def verifies(beta: float, floor: float = 0.0) -> str:
+    """The β table's "verifies" cell: ``exact`` (β = 0: greedy decoding's tokens), ``yes`` (the model
+    can refuse a draft token) or ``no`` (the draft is kept unchecked, core.translate.decoding
+    .keeps_draft_unchecked)."""
+    from core.translate.decoding import keeps_draft_unchecked
+
+    if keeps_draft_unchecked(beta, floor):
+        return "no"
+    return "exact" if beta == 0 else "yes"
+
+
+def beta_configs(default: Config, betas: tuple[float, ...] = BETAS) -> list[Config]:
+    """The β table's configurations: greedy AR with the app's KV reuse (the baseline), then the app's
+    default with only β changed (its bias scope, reuse, clause pieces, lookup and display rules)."""
+    from dataclasses import replace
+
+    ar = Config(AR_KV if default.reuse else AR_SCRATCH, None, reuse=default.reuse, pieces=default.pieces,
+                lookup=default.lookup, display_mask_k=default.display_mask_k, copy_run=default.copy_run)
+    return [ar] + [replace(default, name=f"SSBD β={b:g}, {default.scope} scope", beta=b, repeat=True)
+                   for b in betas]
+
+
+def beta_table(translator, default: Config, sources: list[str], refs: list[str], lang: str, repeats: int,
+               log) -> dict:
+    """Table 3, the β table: for each β of :data:`BETAS`, the app's default with that β against greedy AR
+    with the same KV reuse, all run ``repeats`` times interleaved. Each row: ``beta``, ``verifies``,
+    ``speedup_vs_ar_reuse`` (AR's median seconds / this one's) with each pair of runs' own ratio, chrF,
+    NE of the model's output, NE shown and contradicted partial translations (:func:`display`, the
+    app's display rules) beside AR's with the same rules, and how many of the updates are token for
+    token AR's (β = 0 must be all)."""
+    configs = beta_configs(default)
+    calls: dict = {}
+    runs, seconds = timed_runs(translator, configs, sources, lang, repeats, log, calls, by_sentence=True)
+    ar_cfg = configs[0]
+    ar_run = runs[ar_cfg.name]
+    ar_s = statistics.median(seconds[ar_cfg.name])
+    ar_run.seconds = ar_s
+    ar = {"config": ar_cfg.name, "beta": None, "verifies": "–", **scores(ar_run, refs, lang),
+          "calls": call_seconds(calls[ar_cfg.name]),
+          "seconds_runs": [round(x, 2) for x in seconds[ar_cfg.name]], "speedup_vs_ar_reuse": 1.0}
+    rows = []
+    for cfg in configs[1:]:
+        run = runs[cfg.name]
+        run.seconds = statistics.median(seconds[cfg.name])
+        same = identity(ar_run, run)
+        row = {"beta": cfg.beta, "verifies": verifies(cfg.beta, cfg.bias_floor), "config": cfg.name,
+               **scores(run, refs, lang),
+               "speedup_vs_ar_reuse": round(ar_s / max(run.seconds, 1e-9), 2),
+               "speedup_vs_ar_reuse_pairs": [round(a / max(b, 1e-9), 2)
+                                             for a, b in zip(seconds[ar_cfg.name], seconds[cfg.name], strict=True)],
+               "speedup_vs_ar_reuse_blocks": block_ratios(ar_run, run),
+               "seconds_runs": [round(x, 2) for x in seconds[cfg.name]],
+               "ne_display_ar": ar["ne_display"], "contradicted_partials_ar": ar["contradicted_partials"],
+               "contradicted_words_ar": ar["contradicted_words"],
+               "calls": call_seconds(calls[cfg.name]),
+               "identical_to_ar": same["identical_fraction"], "finals_identical_to_ar": round(
+                   sum(a == b for a, b in zip(ar_run.finals, run.finals, strict=True)) / max(len(run.finals), 1), 4)}
+        rows.append(row)
+        log(f"β={cfg.beta:g} ({row['verifies']}): {row['speedup_vs_ar_reuse']}× AR with the same reuse "
+            f"(pairs {row['speedup_vs_ar_reuse_pairs']}), NE shown {row['ne_display']} vs {ar['ne_display']}, "
+            f"contradicted {row['contradicted_partials']} vs {ar['contradicted_partials']}")
+    return {"rows": rows, "ar": ar, "sentences": len(sources), "repeats": repeats, "scope": default.scope,
+            "reuse": default.reuse, "display_mask_k": default.display_mask_k, "copy_run": default.copy_run,
+            "best_verifying": best_verifying(rows), "verification_cost": verification_cost(translator, VERIFY_SOURCE)}
+
+
+# a sentence of one clause piece whose greedy translation is longer than a verification call
+VERIFY_SOURCE = "The meeting starts at nine and the minutes are sent out on Friday."
+
+
+VERIFY_SIZES = (1, 2, 4, 7)  # draft tokens per verification call (7 = SMALL_CHUNK, the most per call)
+
+
+def verification_cost(translator, source: str, sizes: tuple[int, ...] = VERIFY_SIZES, repeats: int = 5) -> list[dict]:
+    """What checking n draft tokens costs against decoding them greedily, after ``source``'s real prompt,
+    the draft being its real greedy translation: for each n, the median seconds of one verification call
+    (n tokens, a full-vocabulary logit row for each: what SSBD runs below β = 0.5), of the acceptance
+    test on those rows (core.translate.decoding's, at β = 0.2), of the same call with one row (the last:
+    what a draft kept unchecked costs from β = 0.5), and of n one-token greedy calls. SSBD gains only
+    where a verification call of n accepted tokens costs less than the n greedy calls it replaces."""
+    from core.translate.decoding import accepts
+    from core.translate.llama_runner import PROMPT_CHUNK, SMALL_CHUNK
+
+    runner = translator.runner
+    draft = translator.translate(source, final=True).tokens
+    prompt = translator.prompt_tokens(source)
+    sizes = tuple(n for n in sizes if n <= min(len(draft), SMALL_CHUNK))
+    runner.truncate(0)
+    runner.eval(prompt, chunk=PROMPT_CHUNK)
+    base = len(prompt)
+
+    def timed(call, *args, **kwargs):
+        t0 = time.perf_counter()
+        out = call(*args, **kwargs)
+        seconds = time.perf_counter() - t0
+        runner.truncate(base)
+        return seconds, out
+
+    def greedy_calls(tokens: list[int]) -> None:
+        for t in tokens:
+            runner.eval([t])
+
+    rows = []
+    for n in sizes:
+        tokens = draft[:n]
+        verify, check, one_row, greedy = [], [], [], []
+        for _ in range(repeats):
+            seconds, logits = timed(runner.eval, tokens, logits_from=0, chunk=SMALL_CHUNK)
+            verify.append(seconds)
+            t0 = time.perf_counter()
+            for row, token in zip(logits, tokens, strict=True):
+                accepts(row, token, 0.2)
+            check.append(time.perf_counter() - t0)
+            one_row.append(timed(runner.eval, tokens, chunk=SMALL_CHUNK)[0])
+            greedy.append(timed(greedy_calls, tokens)[0])
+        med = {k: statistics.median(v) for k, v in
+               (("verify", verify), ("check", check), ("one_row", one_row), ("greedy", greedy))}
+        rows.append({"tokens": n, "verify_ms": round(1e3 * med["verify"], 1), "check_ms": round(1e3 * med["check"], 1),
+                     "one_row_ms": round(1e3 * med["one_row"], 1), "greedy_ms": round(1e3 * med["greedy"], 1),
+                     "verify_vs_greedy": round((med["verify"] + med["check"]) / max(med["greedy"], 1e-9), 2)})
+    runner.truncate(0)
+    return rows
+
+
+def verification_markdown(rows: list[dict]) -> list[str]:
+    """The verification-cost table as Markdown lines."""
+    lines = ["What checking a draft costs (`verification_cost`: after a real prompt, the median of 5; ms): one "
+             "verification call of n draft tokens with a full-vocabulary logit row each, plus the acceptance test "
+             "on those rows, against n one-token greedy calls; beside them the same call with one row (a draft "
+             "kept unchecked, β ≥ 0.5). Verifying n tokens pays when (verify + test) / greedy < 1 and all n are "
+             "accepted; each rejection also costs the greedy step that replaces it.", "",
+             "| draft tokens n | verify call | acceptance test | one-row call | n greedy calls "
+             "| (verify + test) / greedy |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['tokens']} | {r['verify_ms']} | {r['check_ms']} | {r['one_row_ms']} | {r['greedy_ms']} | "
+                     f"{r['verify_vs_greedy']} |")
+    return lines
+
+
+def call_seconds(log) -> dict:
+    """Where one run's model time went, by kind of call (core.translate.llama_runner.CallLog: one-token,
+    verification, prompt), finished and unfinished sentences together: calls, tokens, logit rows, seconds."""
+    out: dict[str, dict] = {}
+    for (_, kind), st in log.stats.items():
+        row = out.setdefault(kind, {"calls": 0, "tokens": 0, "rows": 0, "seconds": 0.0})
+        row["calls"] += st.calls
+        row["tokens"] += st.tokens
+        row["rows"] += st.rows
+        row["seconds"] = round(row["seconds"] + st.seconds, 2)
+    return out
+
+
+def best_verifying(rows: list[dict]) -> dict | None:
+    """The fastest row that verifies (0 < β < 0.5), or None."""
+    ok = [r for r in rows if r["verifies"] == "yes"]
+    return max(ok, key=lambda r: r["speedup_vs_ar_reuse"]) if ok else None
+
+
 def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int = 3,
                    stock: tuple[str, str] | None = None, quick: bool = False, with_profile: bool = False) -> dict:
     src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()
@@ -311,21 +573,7 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
 
     default, default_settings = app_default()
     table2_cfgs = table2_configs(default, quick)
-    # configurations with ``repeat`` run ``repeats`` times, interleaved (a slow moment hits all alike);
-    # the outputs are deterministic, the seconds are the median with the spread (min–max) beside it
-    runs: dict[str, Run] = {}
-    seconds: dict[str, list[float]] = {cfg.name: [] for cfg in table2_cfgs}
-    for rep in range(repeats):
-        for cfg in table2_cfgs:
-            if rep and not cfg.repeat:
-                continue
-            run = run_config(translator, cfg, main_src, lang)
-            seconds[cfg.name].append(run.seconds)
-            log(f"{cfg.name}, run {rep + 1}: {run.seconds:.1f} s")
-            if rep == 0:
-                runs[cfg.name] = run
-            elif run.outputs != runs[cfg.name].outputs:
-                raise RuntimeError(f"{cfg.name}: a repeat produced other tokens (the runtime is not deterministic)")
+    runs, seconds = timed_runs(translator, table2_cfgs, main_src, lang, repeats, log)
     ar, ar_kv = runs[AR_SCRATCH], runs[AR_KV]
     table2 = []
     for cfg in table2_cfgs:
@@ -394,18 +642,12 @@ def bench_language(translator, lang: str, n_main: int, n_side: int, repeats: int
         headline["profile"] = profile(translator, [by_name[AR_KV], default], main_src, lang)
     if quick:
         return {"lang": lang, "sentences": n_main, "side_sentences": 0, "repeats": repeats, "quick": True,
-                **headline, "table2": table2, "table3": [], "table4": [], "beta0": ident}
+                **headline, "table2": table2, "table3": None, "table4": [], "beta0": ident}
 
-    # Tables 3–4 use KV-prefix reuse, so their baseline is AR with the same reuse (AR from scratch
-    # would credit the reuse to the bias: β = 0 is greedy + reuse)
+    # Table 3 (the β table) and Table 4 use KV-prefix reuse, so their baseline is AR with the same reuse
+    # (AR from scratch would credit the reuse to the bias: β = 0 is greedy + reuse)
     ar_side = sum(ar_kv.sentence_seconds[:n_side])
-    table3 = []
-    for beta in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 1.0):
-        run = run_config(translator, Config(f"β={beta:g}", beta, reuse=True, pieces=default.pieces), side_src, lang)
-        row = {"beta": beta, **scores(run, side_ref, lang)}
-        row["speedup"] = round(ar_side / max(run.seconds, 1e-9), 2)
-        table3.append(row)
-        log(f"β={beta}: {row['seconds']} s, NE {row['ne']}")
+    table3 = beta_table(translator, default, side_src, side_ref, lang, repeats, log)
     table4 = []
     for k in (3, 5):
         for mode in ("draft", "display"):
@@ -608,6 +850,7 @@ def summary_json(result: dict) -> dict:
         "chrf_ssbd": paper and paper["chrf"],
         "chrf_ar_scratch": ar["chrf"],
         "beta0_identical_fraction": first["beta0"]["identical_fraction"],
+        "betas": first["table3"]["rows"] if first["table3"] else None,  # one row per β (Table 3); None in --quick
         "beta0_divergences": first["beta0"]["divergences"],
         "profile": first.get("profile"),
         "quick": result.get("quick", False),
@@ -651,8 +894,8 @@ def markdown(result: dict, lang: dict, command: str) -> str:
               "from scratch / seconds (× AR+reuse: against greedy AR with the same KV-prefix reuse); TPS ratio = "
               "output tokens per second / AR's (the SSBD paper's measure); tokens evaluated = tokens run through the "
               "model, prompts included (machine-independent, unlike the seconds)"
-              + ("" if lang.get("quick") else f". Tables 3–4 (paper scope) on the first {lang['side_sentences']} "
-                 "sentences, with KV-prefix reuse, against AR with KV-prefix reuse")
+              + ("" if lang.get("quick") else f". Tables 3–4 on the first {lang['side_sentences']} sentences, "
+                 "with KV-prefix reuse, against AR with KV-prefix reuse (Table 4 in paper scope)")
               + ". The runtime is llama-cpp-python built with llamafile off, prompts fed in aligned 16-token chunks "
               "and drafts verified in calls of at most 7 tokens, for every configuration alike; β = 0 is identical to "
               "this build's greedy decoding where the check at model load passes (a 4-token call against one-token "
@@ -710,11 +953,8 @@ def markdown(result: dict, lang: dict, command: str) -> str:
     if not lang["table3"] and not lang["table4"]:
         lines.append(end)
         return "\n".join(lines)
-    lines += ["", "| β (paper scope) | chrF | NE | A/D | A/O | speedup vs AR+reuse |",
-              "|---:|---:|---:|---:|---:|---:|"]
-    for r in lang["table3"]:
-        ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
-        lines.append(f"| {r['beta']:g} | {r['chrf']} | {r['ne']:.3f} | {ad} | {r['a_o']:.3f} | {r['speedup']}× |")
+    if lang["table3"]:
+        lines += ["", *beta_markdown(lang["table3"])]
     lines += ["", "| mask-k (β=0.2, paper scope) | where | chrF | NE of model output | NE shown "
               "| speedup vs AR+reuse |",
               "|---:|---|---:|---:|---:|---:|"]
@@ -726,23 +966,75 @@ def markdown(result: dict, lang: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+VERIFIES = {"exact": "exact (greedy's tokens)", "yes": "yes", "no": "**no: draft kept unchecked**"}
+
+
+def beta_markdown(table: dict) -> list[str]:
+    """The β table (Table 3) as Markdown lines: one row per β, AR's first."""
+    ar = table["ar"]
+    rules = f"mask-{table['display_mask_k']}" + (f", untranslated runs of {table['copy_run']} hidden"
+                                                 if table["copy_run"] else "")
+    lines = [f"**The β table** ({table['sentences']} sentences; the app's default with only β changed: bias scope "
+             f"`{table['scope']}`, KV-prefix reuse {'on' if table['reuse'] else 'off'}; each configuration run "
+             f"{table['repeats']} time(s), interleaved sentence by sentence). × AR+reuse = seconds of greedy AR "
+             "with the same reuse / seconds (the ratio of the medians; in brackets the ratio over each third of the "
+             "sentences, then each repeat's own where there are several). NE shown and contradicted with "
+             f"the app's display rules ({rules}), AR's with the same rules beside them (→). Contradicted: shown "
+             "partial translations with a word the sentence's final translation does not keep at that place "
+             "(bench.translate.contradicted). From β = 0.5 the bias accepts every draft token whatever the model "
+             "says: the draft is kept unchecked, so such a row does not verify and its speed is not SSBD's.", "",
+             "| β | verifies | chrF | NE | NE shown (AR →) | contradicted partials (AR →) | A/D "
+             "| updates = AR's | seconds | × AR+reuse |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+             f"| AR + reuse | – | {ar['chrf']} | {ar['ne']:.3f} | {ar['ne_display']:.3f} | "
+             f"{ar['contradicted_partials']:.1%} | – | 100% | {ar['seconds']} | 1.0× |"]
+    for r in table["rows"]:
+        ad = f"{r['a_d']:.3f}" if r["a_d"] is not None else "–"
+        spread = r.get("speedup_vs_ar_reuse_blocks", []) + (r["speedup_vs_ar_reuse_pairs"]
+                                                            if len(r["speedup_vs_ar_reuse_pairs"]) > 1 else [])
+        pairs = ", ".join(f"{x}×" for x in spread)
+        lines.append(f"| {r['beta']:g} | {VERIFIES[r['verifies']]} | {r['chrf']} | {r['ne']:.3f} | "
+                     f"{r['ne_display_ar']:.3f} → {r['ne_display']:.3f} | {r['contradicted_partials_ar']:.1%} → "
+                     f"{r['contradicted_partials']:.1%} | {ad} | {r['identical_to_ar']:.0%} | {r['seconds']} | "
+                     f"**{r['speedup_vs_ar_reuse']}×** ({pairs}) |")
+    if "calls" in ar:
+        lines += ["", "Where the model time went (each configuration's first run, every call timed: "
+                  "core.translate.llama_runner.CallLog): calls / tokens evaluated / seconds by kind of call "
+                  "(one-token = greedy decoding, one thread; verification = a draft's tokens, a full-vocabulary row "
+                  "each; prompt = tokens evaluated for one row: prompts, a draft kept unchecked).", "",
+                  "| β | one-token | verification | prompt |", "|---:|---:|---:|---:|"]
+        for label, r in [("AR + reuse", ar)] + [(f"{r['beta']:g}", r) for r in table["rows"]]:
+            cells = [(lambda c: f"{c['calls']} / {c['tokens']} / {c['seconds']}" if c else "–")(r["calls"].get(kind))
+                     for kind in ("one-token", "verification", "prompt")]
+            lines.append(f"| {label} | {' | '.join(cells)} |")
+    best = table.get("best_verifying")
+    if best is not None:
+        lines += ["", f"Fastest β that verifies: {best['beta']:g}, {best['speedup_vs_ar_reuse']}× greedy AR with the "
+                  "same reuse."]
+    if table.get("verification_cost"):
+        lines += ["", *verification_markdown(table["verification_cost"])]
+    return lines
+
+
 def _quick_markers(lang: str) -> tuple[str, str]:
     return f"<!-- translate-quick:{lang}:begin -->", f"<!-- translate-quick:{lang}:end -->"
 
 
-def write_docs(blocks: dict[str, str], quick: bool = False) -> None:
+def write_docs(blocks: dict[str, str], quick: bool = False, markers=None) -> None:
     """Replace (or add) each language's block in docs/BENCHMARKS.md, keeping the others. A quick run's
-    blocks have markers of their own, added at the end of the translation section, so they never
-    replace the full run's tables."""
+    blocks (and a ``--betas`` run's: ``markers`` gives their begin and end for a language) have markers of
+    their own, added at the end of the translation section, so they never replace the full run's tables."""
     text = DOCS.read_text(encoding="utf-8")
     if SECTION not in text:
         text = text.rstrip("\n") + f"\n\n{SECTION}\n"
+    own = quick or markers is not None
+    markers = markers or (_quick_markers if quick else _markers)
     for lang, block in blocks.items():
-        begin, end = _quick_markers(lang) if quick else _markers(lang)
+        begin, end = markers(lang)
         if begin in text:
             start, stop = text.index(begin), text.index(end) + len(end)
             text = text[:start] + block + text[stop:]
-        elif quick:  # before the heading that follows the translation section
+        elif own:  # before the heading that follows the translation section
             after = text.index(SECTION) + len(SECTION)
             nxt = text.find("\n## ", after)
             at = len(text) if nxt < 0 else nxt + 1
@@ -752,6 +1044,61 @@ def write_docs(blocks: dict[str, str], quick: bool = False) -> None:
     DOCS.write_text(text, encoding="utf-8")
 
 
+BETAS_SENTENCES = 30
+BETAS_MARKERS = ("<!-- translate-betas:{}:begin -->", "<!-- translate-betas:{}:end -->")
+
+
+def main_betas(args) -> int:
+    """``--betas``: only the β table (Table 3) and the verification cost, on the first ``--sentences``
+    NTREX sentences (30 by default), each language; the JSON has one row per β (``betas``)."""
+    from core.models import ModelStore
+    from core.translate import LlamaTranslator, TranslatorOptions
+
+    langs = (args.langs or "de").split(",")
+    n = args.sentences or BETAS_SENTENCES
+    repeats = args.repeats or 1
+    t0 = time.time()
+    load_start = round(os.getloadavg()[0], 2)
+    translator = LlamaTranslator(ModelStore().resolve(args.model), TranslatorOptions(target_lang=langs[0]))
+    default, settings = app_default()
+    src = (NTREX / "newstest2019-src.eng.txt").read_text(encoding="utf-8").splitlines()[:n]
+    tables = {}
+    try:
+        for lang in langs:
+            ref = (NTREX / REF_FILES[lang]).read_text(encoding="utf-8").splitlines()[:n]
+            translator.options.target_lang = lang
+            translator.translate(src[0])  # warm-up (first-call allocations)
+            log = lambda msg, lang=lang: print(f"[{lang}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+            tables[lang] = beta_table(translator, default, src, ref, lang, repeats, log)
+    finally:
+        translator.close()
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "model": args.model,
+              "default_settings": settings, "wall_seconds": round(time.time() - t0, 1),
+              "load_average": [load_start, round(os.getloadavg()[0], 2)], "by_lang": tables}
+    command = ("sotto bench translate --betas" + (f" --langs {args.langs}" if args.langs else "")
+               + (f" --sentences {args.sentences}" if args.sentences else "")
+               + (f" --repeats {args.repeats}" if args.repeats else "")
+               + ("" if args.model == "gemma-3-270m" else f" --model {args.model}")
+               + (" --json FILE" if args.json else "") + (" --write-docs" if args.write_docs else ""))
+    blocks = {}
+    for lang, table in tables.items():
+        begin, end = (m.format(lang) for m in BETAS_MARKERS)
+        head = (f"`{command}` — {result['date']}, {result['machine']}, model `{args.model}`, English → {lang}, "
+                f"NTREX lag-3 prefixes ({result['wall_seconds']:.0f} s wall; load average (1 min) before / after: "
+                "{} / {}).".format(*result["load_average"]))
+        blocks[lang] = "\n".join([begin, head, "", *beta_markdown(table), end])
+    print("\n\n".join(blocks.values()))
+    first = tables[langs[0]]
+    flat = {"lang": langs[0], "betas": first["rows"], "ar": first["ar"], "best_verifying_beta":
+            first["best_verifying"] and first["best_verifying"]["beta"],
+            "default_beta": settings["beta"], "sentences": n, "repeats": repeats, **result}
+    if args.json:
+        Path(args.json).write_text(json.dumps(flat, indent=2, ensure_ascii=False))
+    if args.write_docs:
+        write_docs(blocks, markers=lambda lang: tuple(m.format(lang) for m in BETAS_MARKERS))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sotto bench translate", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -759,9 +1106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="gemma-3-270m", help="translation model: name, hf: reference or .gguf path")
     parser.add_argument("--langs", default=None, help="comma-separated targets (default de; de,ja,zh without --quick)")
     parser.add_argument("--sentences", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of each Table 2 configuration (median, spread; in --quick only the app's default "
-                             "and AR with the same reuse repeat)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="runs of each Table 2 and Table 3 configuration (median, spread; 3, in --betas 1; in "
+                             "--quick only the app's default and AR with the same reuse repeat)")
     parser.add_argument("--stock-llama", metavar="DIR",
                         help="a directory holding llama-cpp-python's stock build (pip install --target DIR "
                              "llama-cpp-python): its plain AR is timed once beside Table 2")
@@ -771,6 +1118,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(where the seconds go)")
     parser.add_argument("--json", help="write the summary JSON object here")
     parser.add_argument("--write-docs", action="store_true", help="update the table in docs/BENCHMARKS.md")
+    parser.add_argument("--betas", action="store_true",
+                        help="only the β table (β 0, 0.1, 0.2, 0.3, 0.5 with the app's other settings against "
+                             "greedy AR with the same KV reuse) and what verification costs; 30 sentences, one run "
+                             "each by default, interleaved sentence by sentence")
     parser.add_argument("--finished", action="store_true",
                         help="finished sentences only, English→German: NTREX and spoken text (Tatoeba, TED), with "
                              "copies, fragments and loops counted")
@@ -780,6 +1131,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --finished: decodes of a copy left in English (core.translate.translator."
                              "TranslatorOptions.copy_retries; 0: none, as before the copy retry)")
     args = parser.parse_args(argv)
+    if args.betas:
+        return main_betas(args)
     if args.finished:
         return main_finished(args)
     if args.stock_child:
@@ -790,6 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
     langs = (args.langs or ("de" if args.quick else "de,ja,zh")).split(",")
     n_main = args.sentences or (QUICK_SENTENCES if args.quick else 100)
     n_side = 0 if args.quick else max(1, n_main // 4)
+    repeats = args.repeats or 3
     store = ModelStore()
     t0 = time.time()
     load_start = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
@@ -799,7 +1153,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": describe(),
         "model": args.model,
         "quick": args.quick,
-        "languages": [bench_language(translator, lang, n_main, n_side, args.repeats,
+        "languages": [bench_language(translator, lang, n_main, n_side, repeats,
                                      (args.stock_llama, args.model) if args.stock_llama else None, quick=args.quick,
                                      with_profile=args.profile)
                       for lang in langs],
@@ -813,7 +1167,7 @@ def main(argv: list[str] | None = None) -> int:
         + (" --quick" if args.quick else "")
         + (f" --langs {args.langs}" if args.langs else "")
         + (f" --sentences {args.sentences}" if args.sentences else "")
-        + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
+        + (f" --repeats {args.repeats}" if args.repeats else "")
         + (" --stock-llama DIR" if args.stock_llama else "")
         + (" --profile" if args.profile else "")
         + (" --json FILE" if args.json else "")

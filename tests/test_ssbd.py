@@ -407,3 +407,35 @@ def test_the_call_log_accounts_for_every_evaluated_token(tr, ntrex):
     assert all(r["rows"] == r["calls"] for r in rows if r["kind"] in ("prompt", "one-token"))
     assert [CallLog.kind(1, 1), CallLog.kind(5, 1), CallLog.kind(5, 5)] == ["one-token", "prompt", "verification"]
     use_knobs(tr)
+
+
+def test_the_beta_table_has_one_json_row_per_beta_and_beta_zero_is_greedy(tmp_path, ntrex):
+    """`sotto bench translate --betas --json`: one row per β of the issue's table, each with ``beta``,
+    ``speedup_vs_ar_reuse`` and whether it verifies (from β = 0.5 the draft is kept unchecked); every
+    row is the app's default with only β changed, against greedy AR with the same KV reuse, and the
+    β = 0 row gives AR's tokens in every update (the check of test_beta_zero_equals_greedy_token_for_token,
+    on this backend's batch check)."""
+    import json
+
+    from bench.translate import BETAS, VERIFY_SIZES, main
+
+    out = tmp_path / "betas.json"
+    assert main(["--betas", "--sentences", "1", "--repeats", "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = report["betas"]
+    assert [r["beta"] for r in rows] == list(BETAS) == [0.0, 0.1, 0.2, 0.3, 0.5]
+    for r in rows:
+        assert {"beta", "speedup_vs_ar_reuse", "verifies", "ne_display", "ne_display_ar", "contradicted_partials",
+                "contradicted_partials_ar", "chrf", "identical_to_ar"} <= r.keys(), r.keys()
+        assert r["speedup_vs_ar_reuse"] > 0
+        assert r["config"].endswith(f"{report['default_settings']['bias_scope']} scope")
+    assert [r["verifies"] for r in rows] == ["exact", "yes", "yes", "yes", "no"]
+    assert report["best_verifying_beta"] in (0.1, 0.2, 0.3)
+    beta0 = rows[0]
+    assert beta0["identical_to_ar"] == 1.0 and beta0["finals_identical_to_ar"] == 1.0, beta0
+    # the same display rules give the same NE shown and contradictions to the same tokens
+    assert beta0["ne_display"] == beta0["ne_display_ar"] == report["ar"]["ne_display"]
+    assert beta0["contradicted_partials"] == beta0["contradicted_partials_ar"]
+    cost = report["by_lang"]["de"]["verification_cost"]
+    assert [c["tokens"] for c in cost] == list(VERIFY_SIZES)
+    assert all(c["verify_ms"] > 0 and c["greedy_ms"] > 0 and c["one_row_ms"] > 0 for c in cost)

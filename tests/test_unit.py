@@ -344,3 +344,40 @@ def test_caption_policy_shows_the_whole_line_while_the_speaker_pauses():
         # speech goes on: the mask is back on the unconfirmed tail
         view = policy.on_transcript(asr(" open the quarterly report. We will go", False))
         assert view.partial.shown_source == "please open the quarterly report."
+
+
+def test_a_shown_word_is_contradicted_from_where_the_final_translation_leaves_it():
+    """`sotto bench translate`'s contradicted partial translations: the shown words past their common
+    start with the sentence's final translation (case and edge punctuation aside), counted per shown
+    partial translation and per shown word with the app's display rules."""
+    from bench.translate import Config, Run, contradicted, display
+
+    assert contradicted("Er sagte", "Er sagte, dass er kommt.", "de") == 0  # the final only adds a comma
+    assert contradicted("die Gruppe", "Die Gruppe sei unzufrieden.", "de") == 0
+    assert contradicted("Er sagte die Gruppe", "Er sagte, dass die Gruppe kommt.", "de") == 2  # "dass" inserted
+    assert contradicted("Die Gruppe war", "Die Gruppe sei unzufrieden.", "de") == 1
+    assert contradicted("a b c d", "a b", "de") == 2  # the final is shorter than what was shown
+    assert contradicted("", "a b", "de") == 0
+    assert contradicted("我们明天", "我们今天见", "zh") == 2  # characters, as NE counts them
+    full = "Plaid said the group as a whole was not happy."
+    updates = [("Plaid said the", "Plaid sagte die Gruppe"),
+               ("Plaid said the group as a whole", "Plaid sagte, the group as a whole war"),
+               (full, "Plaid sagte, die Gruppe sei unzufrieden.")]
+    run = Run(Config("x", None), updates=[updates])
+    everything = display(run, "de", 0, 0)  # all shown: the second partial is wrong from "the" on (6 of 8 words)
+    assert everything["shown_partials"] == 2 and everything["contradicted_partials"] == 0.5
+    assert everything["contradicted_words"] == round(6 / 12, 3)
+    masked = display(run, "de", 3, 0)  # "Plaid" and "Plaid sagte, the group as" shown
+    assert masked["contradicted_partials"] == 0.5 and masked["contradicted_words"] == round(3 / 6, 3)
+    assert display(run, "de", 3, 3)["contradicted_partials"] == 0.0  # the untranslated run is never shown
+
+
+def test_a_beta_verifies_below_one_half():
+    """The β table's "verifies": β = 0 is greedy, 0 < β < 0.5 checks every draft token, from 0.5 the
+    draft is kept unchecked (unless a floor makes the model's own probability count)."""
+    from bench.translate import verifies
+    from core.translate.decoding import keeps_draft_unchecked
+
+    assert [verifies(b) for b in (0.0, 0.1, 0.3, 0.49, 0.5, 1.0)] == ["exact", "yes", "yes", "yes", "no", "no"]
+    assert verifies(0.5, floor=0.1) == "yes"
+    assert not keeps_draft_unchecked(None) and keeps_draft_unchecked(0.5) and not keeps_draft_unchecked(0.3)

@@ -42,7 +42,17 @@ def _top2_gap(logits: np.ndarray) -> float:
     return float(top[1] - top[0])
 
 
-def _accepts(logits: np.ndarray, draft_token: int, beta: float, floor: float = 0.0) -> bool:
+UNCHECKED_BETA = 0.5  # from this bias on, with no floor, SSBD keeps its draft without checking it
+
+
+def keeps_draft_unchecked(beta: float | None, floor: float = 0.0) -> bool:
+    """True where SSBD's biased acceptance takes every draft token whatever the model says, so the
+    draft is kept unchecked (not verified): from β = 0.5 with no floor, (1-β)·p(draft) + β ≥
+    (1-β)·p(top) for every distribution p. Below it (0 < β < 0.5) the model can still refuse a token."""
+    return beta is not None and beta >= UNCHECKED_BETA and floor <= 0.0
+
+
+def accepts(logits: np.ndarray, draft_token: int, beta: float, floor: float = 0.0) -> bool:
     """True when ``draft_token`` is the argmax of (1-β)·softmax(logits) + β·onehot(draft).
 
     ``floor``: the bias counts only where the model itself gives the draft token at least this
@@ -274,7 +284,7 @@ class Decoder:
         # decoding); a chunk is evaluated only once its first token is accepted, and verification
         # stops at the first rejection, so no pass is spent on a draft tail already refuted.
         while pos < len(draft):
-            if not _accepts(logits, draft[pos], beta if pos < span else 0.0, floor):
+            if not accepts(logits, draft[pos], beta if pos < span else 0.0, floor):
                 break
             chunk = draft[pos:pos + SMALL_CHUNK]
             self._step_aside()
@@ -282,7 +292,7 @@ class Decoder:
             rejected = False
             for i, d in enumerate(chunk):
                 row = logits if i == 0 else rows[i - 1]
-                if i > 0 and not _accepts(row, d, beta if pos + i < span else 0.0, floor):
+                if i > 0 and not accepts(row, d, beta if pos + i < span else 0.0, floor):
                     logits, rejected = row, True
                     break
                 step.accepted += 1
@@ -313,7 +323,7 @@ class Decoder:
         an empty span). Positions reused later are still only whole chunks of prompt: the chunk that
         holds the prompt's end is never reused (:meth:`LlamaRunner.exact_reuse`)."""
         n = min(span, len(draft))
-        if beta < 0.5 or floor > 0.0 or n <= 0:
+        if not keeps_draft_unchecked(beta, floor) or n <= 0:
             return None
         step = self._new_step(prompt, None, draft=len(draft))
         for token in draft[:n]:
