@@ -83,46 +83,6 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(acoustic, st
     assert window < 7.0, window
 
 
-def test_lines_ready_together_share_one_decode_and_stay_runs_of_its_greedy_words(verified_engine, shared, store):
-    """When the verifier lags (here: audio arrives 6 s at a time, as when the CPU is busy), the held lines
-    that are ready together are confirmed by one decode, each its own run of that decode's greedy words;
-    the decode reads at most ``tail_s`` past the last line, not all that has arrived."""
-    from core.asr import FasterWhisperEngine
-    from core.asr.verified import make_transcriber, unrepeat
-    from core.audio import decode_file
-    from core.session.engines import streaming_options
-    from core.settings import Settings
-
-    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
-    transcriber = make_transcriber(verified_engine, streaming_options(Settings()))
-    updates = []
-    for i in range(0, len(audio), 6 * 16000):
-        transcriber.insert_audio(audio[i:i + 6 * 16000])
-        updates.append(transcriber.process())
-    updates.append(transcriber.finish())
-    records = transcriber.lines + transcriber.dropped
-    print([(x.start, x.end, x.drafted, x.sentence.text) for x in transcriber.lines])
-    assert transcriber.verify_decodes < len(records)  # at least one decode confirmed two lines
-    assert [s for u in updates if u is not None for s in u.sentences] == [x.sentence for x in transcriber.lines]
-    decodes: dict[tuple[float, float], float] = {}  # each decode's audio → the last line it confirmed
-    for x in records:
-        decodes[(x.start, x.end)] = max(decodes.get((x.start, x.end), 0.0), x.drafted_end)
-    assert len(decodes) == transcriber.verify_decodes
-    assert all(end <= last + transcriber.verify_options.tail_s + 1e-6 for (_, end), last in decodes.items())
-    again = FasterWhisperEngine(store.resolve("whisper-base"))
-    checked = 0
-    for line in transcriber.lines:
-        if line.fallback:
-            continue
-        clip = audio[int(round(line.start * 16000)):int(round(line.end * 16000))]
-        words = [w.shifted(line.start) for w in again.transcribe(clip, line.prompt, "en").words]
-        assert [w.text for w in words] == [w.text for w in line.words], line
-        first, last = line.kept
-        assert line.sentence.text == "".join(w.text for w in unrepeat(list(line.words[first:last]))).strip()
-        checked += 1
-    assert checked >= 4
-
-
 def test_the_context_reaches_back_over_a_short_pause_and_not_over_a_long_one(verified_engine, shared):
     """A line after a pause shorter than ``pause_s`` (3 s) is decoded with the line before it (from
     its own audio alone base heard mfa_acoustic_corpus's "And that should be all", 1.9 s after the
@@ -301,7 +261,7 @@ def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, sonn
     import numpy as np
 
     from core.asr.streaming import degenerate
-    from core.asr.verified import VerifyOptions, before_loop, make_transcriber
+    from core.asr.verified import before_loop, make_transcriber
     from core.audio import decode_file
     from core.session.engines import streaming_options
     from core.settings import Settings
@@ -318,8 +278,7 @@ def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, sonn
 
     jfk = decode_file(shared / "asr" / "jfk.flac")
     country = jfk[int(9.9 * 16000):int(10.5 * 16000)]  # "... for your country."
-    # the decode reads all that arrived (tail_s past the line is 1.5 s by default, too short for this loop)
-    transcriber = make_transcriber(verified_engine, streaming_options(Settings()), VerifyOptions(tail_s=30.0))
+    transcriber = make_transcriber(verified_engine, streaming_options(Settings()))
     speech = jfk[:int(10.5 * 16000)]
     for i in range(0, len(speech), 8000):
         transcriber.push(speech[i:i + 8000])

@@ -6,9 +6,7 @@ wraps it (as voice activity wraps the processor) and holds each finished line un
 of audio after its end has arrived (and, where ``min_window_s`` is set, its decode would read that
 much); then the *verifier* (a larger Whisper) decodes once, greedily, the audio from up to
 ``context_s`` before the line (never back over a pause, and after the last verified line's cut) to
-what has arrived (at most ``tail_s`` past the line), with the verified text before it as its prompt.
-Held lines that are ready together (the verifier lagging, or two lines finished at once) share one
-decode, each line its own run of its words. The verifier's words that follow
+what has arrived, with the verified text before it as its prompt. The verifier's words that follow
 the already verified ones, up to the one that matches the drafter's last word of the line, are the
 line that is committed, journalled, exported and translated. Until then the drafter's line is on
 screen as a line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in
@@ -82,9 +80,6 @@ class VerifyOptions:
     anchor_s: float = 0.7  # the drafter's last word is looked for this near its end time
     late_probability: float = 0.3  # words after the line's end below this probability are dropped
     max_window_s: float = 28.0  # at most this much audio per verifier decode (Whisper reads 30 s)
-    # at most this much audio after the last line's end is decoded (or up to min_window_s): when the verifier
-    # lags, what arrived since belongs to lines not finished yet, and reading it makes the lag longer still
-    tail_s: float = 1.5
     keep_s: float = 45.0  # recent audio kept for verification
     prompt_chars: int = 200  # the verified text before the decoded audio given as its prompt (0: none)
 
@@ -259,7 +254,6 @@ class LineVerifier:
         self.unverified = 0  # lines committed as the drafter heard them (Stop, a verifier failure, a fallback)
         self.failures = 0  # verifier decodes that failed (an error, not a stop)
         self.verify_seconds = 0.0
-        self.verify_decodes = 0  # verifier decodes (one may confirm several held lines)
 
     def __getattr__(self, name: str):
         return getattr(self.transcriber, name)
@@ -315,20 +309,21 @@ class LineVerifier:
         while self._pending and (final or self._ready(self._pending[0].sentence)):
             # a line leaves the held ones only once it is committed (or dropped): a Stop that interrupts
             # its verification leaves it held, and finish() then commits it as the drafter heard it
+            pending = self._pending[0]
             if self.transcriber.aborted.is_set():
-                done.append(self._as_drafted(self._pending.pop(0)))
-                continue
-            group = self._group(final)
-            try:
-                sentences = self._verify(group)
-            except Interrupted:
-                if not final:
-                    break
-                sentences = [self._as_drafted(p) for p in group]  # the end of the stream: nothing stays held
-            except Exception as exc:  # a failing verifier must not lose the lines
-                sentences = [self._after_failure(p, exc) for p in group]
-            del self._pending[:len(group)]
-            done += [s for s in sentences if s is not None]
+                sentence = self._as_drafted(pending)
+            else:
+                try:
+                    sentence = self._verify(pending)
+                except Interrupted:
+                    if not final:
+                        break
+                    sentence = self._as_drafted(pending)  # the end of the stream: nothing stays held
+                except Exception as exc:  # a failing verifier must not lose the line
+                    sentence = self._after_failure(pending, exc)
+            self._pending.pop(0)
+            if sentence is not None:
+                done.append(sentence)
         if update is None and len(self._pending) == held:  # nothing decoded, no held line verified
             return None
         base = update or self._last_update
@@ -359,20 +354,6 @@ class LineVerifier:
             return False
         return self._received - self._context_start(sentence) >= self.verify_options.min_window_s
 
-    def _group(self, final: bool) -> list[_Pending]:
-        """The held lines one verifier decode confirms: the first, and the ones after it that are ready
-        too (``final``: all) while the decode stays within ``max_window_s``. Lines wait together when
-        the verifier lags; one decode of their audio costs about what the first line's alone would, as
-        each line's decode reads all the audio that has arrived."""
-        start = self._context_start(self._pending[0].sentence)
-        group = [self._pending[0]]
-        for p in self._pending[1:]:
-            if not (final or self._ready(p.sentence)) or \
-                    p.sentence.end + self.verify_options.tail_s - start > self.verify_options.max_window_s:
-                break
-            group.append(p)
-        return group
-
     def _context_start(self, sentence: Sentence) -> float:
         """Where the verifier's audio starts: just before the line after a pause; else back over
         verified lines (each from the end of the one before it) until ``context_s`` before the
@@ -390,13 +371,11 @@ class LineVerifier:
                 return start
         return max(0.0, lines[0].start - opts.preroll_s)
 
-    def _verify(self, group: list[_Pending]) -> list[Sentence | None]:
-        """One verifier decode for the held lines of ``group``; each line is its own run of the decode's
-        words, selected in turn after the one before (None where a line is dropped)."""
+    def _verify(self, pending: _Pending) -> Sentence | None:
         opts = self.verify_options
-        context = self._context_start(group[0].sentence)
-        end = min(self._received, max(group[-1].sentence.end + opts.tail_s, context + opts.min_window_s))
-        start = max(context, self._audio.offset, end - opts.max_window_s)
+        s = pending.sentence
+        end = self._received
+        start = max(self._context_start(s), self._audio.offset, end - opts.max_window_s)
         prompt = prompt_from((w for w in self._verified_words if w.end <= start + 0.01), opts.prompt_chars)
         held = self._audio.view()
         i0 = int(round((start - self._audio.offset) * SAMPLE_RATE))
@@ -407,25 +386,12 @@ class LineVerifier:
                                         abort=self.transcriber.aborted)
         seconds = time.perf_counter() - t0
         self.verify_seconds += seconds
-        self.verify_decodes += 1
         words = [w.shifted(start) for w in hypothesis.words]
+        after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
         looped = degenerate(hypothesis.text)
         looped_from = before_loop(words) if looped else len(words)
         heard = words[:min(looped_from, collapse_start(words))]
         collapsed = len(heard) < looped_from  # the words' times collapse before any loop
-        return [self._select(p, words, heard, looped, looped_from, collapsed,
-                             VerifiedLine(p.sentence, p.sentence.text, start, end, prompt, words,
-                                          seconds=seconds / len(group), drafted_end=p.sentence.end,
-                                          drafted_start=p.sentence.start))
-                for p in group]
-
-    def _select(self, pending: _Pending, words: list[Word], heard: list[Word], looped: bool, looped_from: int,
-                collapsed: bool, record: VerifiedLine) -> Sentence | None:
-        """The line ``pending`` from a verifier decode's ``words`` (``heard``: those before a loop or a
-        collapse of their times): committed as verified, as the drafter's (a fallback) or dropped."""
-        opts = self.verify_options
-        s = pending.sentence
-        after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
         # the decode is speech up to where it collapses: when that is past the drafter's line, it heard the line's
         # time and found nothing new there, as a decode without the collapse would tell
         heard_past = collapsed and words[len(heard)].start >= s.end
@@ -435,7 +401,8 @@ class LineVerifier:
         # ends with the drafter's last word
         cut_short = collapsed and last >= len(heard) and not (
             line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
-        record.kept = (first, last)
+        record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
+                              drafted_end=s.end, drafted_start=s.start)
         if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
@@ -443,13 +410,12 @@ class LineVerifier:
             self._last_end = s.end
             self.dropped.append(record)
             logger.info("verifier gave %r for the line %r; nothing new there, nothing committed",
-                        "".join(w.text for w in words)[:80], s.text)
+                        hypothesis.text[:80], s.text)
             return None
         if (looped and last >= looped_from) or cut_short or not line:  # empty, or a loop reaching into the line
             self.fallbacks += 1
             record.fallback = True
-            logger.info("verifier gave %r for the line %r; keeping the drafter's",
-                        "".join(w.text for w in words)[:80], s.text)
+            logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
             sentence = self._as_drafted(pending)
         else:
             sentence = self._emit(s, line, verified=True)
