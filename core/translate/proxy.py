@@ -166,7 +166,11 @@ def _q8_0(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
 def write_source(shape: TranslatorShape, layers: int, path: Path, seed: int = 0) -> None:
     """A random-weight GGUF of ``shape`` with ``layers`` layers, in Q8_0 (norms and biases in F32),
     written tensor by tensor (never more than one in memory)."""
-    import gguf
+    try:
+        import gguf  # a development dependency: installers leave it out
+    except ImportError as exc:
+        raise SottoError("Timing the bigger translators needs the gguf package, which this installation "
+                         "lacks; the advice uses estimates instead.") from exc
 
     rng = np.random.default_rng(seed)
     tensors = shape.tensors(layers)
