@@ -46,7 +46,7 @@ so ``--target none`` gives the same words and attribution in less time; CPU-s pe
 the translator's share.
 
 Usage: sotto bench meeting [--data DIR] [--split tune|heldout|all] [--no-shared] [--only NAME,...]
-                           [--realtime] [--rounds N] [--target de|none] [--json FILE]
+                           [--realtime] [--rounds N] [--target de|none] [--unverified] [--json FILE]
 """
 
 from __future__ import annotations
@@ -483,14 +483,14 @@ def _row(recording: Recording, config: str, audio_s: float, ref: list[str], text
     return row
 
 
-def run(recordings: list[Recording], realtime: bool, rounds: int, target: str) -> dict:
+def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, verify: bool = True) -> dict:
     from core.asr import FasterWhisperEngine
     from core.audio import decode_file
     from core.models import ModelStore
     from core.session.engines import create_asr_engine, create_translator
     from core.settings import Settings
 
-    settings = Settings().with_value("translation.target", target)
+    settings = Settings().with_value("translation.target", target).with_value("asr.verify_lines", verify)
     store = ModelStore()
     models = [settings.asr.model, settings.asr.verifier]
     offline_engines = {m: FasterWhisperEngine(store.resolve(m), compute_type=settings.asr.compute_dtype,
@@ -514,7 +514,7 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str) -
             heard = reliable(ref, offline)
             for round_ in range(rounds if realtime else 1):
                 live = run_live(rec, settings, asr, translator, realtime)
-                config = "live real time" if realtime else "live fast"
+                config = ("live real time" if realtime else "live fast") + ("" if verify else f", {settings.asr.model} alone")
                 row = _row(rec, config, live.audio_s, ref, live.committed, live.cpu_s,
                            round_ + 1 if realtime else None)
                 losses = classify_losses(ref, offline, live.trace)
@@ -644,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realtime", action="store_true", help="replay in real time (default: fast mode)")
     parser.add_argument("--rounds", type=int, default=1, help="real-time rounds per recording")
     parser.add_argument("--target", default="de", help="translation target (default de; 'none': no translation)")
+    parser.add_argument("--unverified", action="store_true",
+                        help="the drafter alone, its lines unverified (what the engine check chooses where verifying "
+                             "does not keep up)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     recordings = [] if args.no_shared else shared_recordings()
@@ -657,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         recordings = [r for r in recordings if r.name in names]
     if not recordings:
         parser.error("no recordings to run (see --data, --split, --only).")
-    result = run(recordings, args.realtime, max(1, args.rounds), args.target)
+    result = run(recordings, args.realtime, max(1, args.rounds), args.target, verify=not args.unverified)
     return report(result, args.json, table(result))
 
 

@@ -36,6 +36,25 @@ def test_commits_are_never_repeated_or_lost(tiny_engine, shared):
     assert abs(len(hyp) - len(ref)) <= 3
 
 
+def test_a_phrase_repeated_at_the_window_end_is_not_committed_again(tiny_engine, shared):
+    """tiny.en streaming alone (what the engine check chooses where verifying lines does not keep up) on
+    a real spontaneous clip: at its end Whisper says the last phrase again, stamped at one time
+    (``collapse_start``), and that repeat is not committed as lines of its own."""
+    from core.asr.verified import make_transcriber
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    transcriber = make_transcriber(tiny_engine, streaming_options(Settings().with_value("asr.verify_lines", False)))
+    step = 8000  # the app's 0.5 s steps in fast mode
+    updates = [u for i in range(0, len(audio), step) for u in transcriber.push(audio[i:i + step])]
+    updates.append(transcriber.finish())
+    text = normalize_english(_text([s for u in updates for s in u.sentences]))
+    ref = normalize_english((shared / "asr" / "mfa_acoustic_corpus.txt").read_text())
+    assert text.count("should be all") == ref.count("should be all") == 1, text
+    assert word_error_rate(ref, text) <= 0.2, text
+
+
 @pytest.mark.slow
 def test_long_recording_keeps_window_under_30s(tiny_engine, shared):
     path = shared / "asr_long" / "ljspeech_LJ001-0001_to_0032_concat_16k.flac"

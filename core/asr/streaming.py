@@ -48,9 +48,9 @@ class StreamingOptions:
     clause_min_words: int = 6
     pause_break_s: float = 0.3
     max_line_words: int = 20  # a line ends after this many words even without a mark (0: no limit)
-    # a decode's words end where their start times collapse (collapse_start): set for a drafter whose lines a
-    # verifier decodes again, where a collapsed repeat of the window would otherwise become a line of its own
-    cut_collapsed: bool = False
+    # a decode's words end where their start times collapse (collapse_start): how Whisper times a phrase it
+    # repeats at the end of a window; kept, the repeat becomes a line of its own (`sotto bench meeting`)
+    cut_collapsed: bool = True
 
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")

@@ -449,8 +449,7 @@ def make_transcriber(engine, options: StreamingOptions, verify: VerifyOptions | 
     if not getattr(engine, "verifies_lines", False):
         return StreamingTranscriber(engine, options)
     verify = verify or VerifyOptions()
-    drafting = dataclasses.replace(options, buffer_trim_s=min(options.buffer_trim_s, verify.drafter_trim_s),
-                                   cut_collapsed=True)
+    drafting = dataclasses.replace(options, buffer_trim_s=min(options.buffer_trim_s, verify.drafter_trim_s))
     return LineVerifier(StreamingTranscriber(engine, drafting), engine, verify, on_problem)
 
 
