@@ -514,7 +514,8 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
             heard = reliable(ref, offline)
             for round_ in range(rounds if realtime else 1):
                 live = run_live(rec, settings, asr, translator, realtime)
-                config = ("live real time" if realtime else "live fast") + ("" if verify else f", {settings.asr.model} alone")
+                config = ("live real time" if realtime else "live fast") + (
+                    "" if verify else f", {settings.asr.model} alone")
                 row = _row(rec, config, live.audio_s, ref, live.committed, live.cpu_s,
                            round_ + 1 if realtime else None)
                 losses = classify_losses(ref, offline, live.trace)
