@@ -141,8 +141,8 @@ def test_advice_uses_the_stored_proxy_speed(tmp_path, monkeypatch):
     notes = speed_notes(machine)
     assert notes["qwen2.5-3b-instruct"] == f"about 6.0 tokens/s here, too slow for live captions ({BY_PROXY})"
     assert notes[BUNDLED] == "about 22 tokens/s here, keeps up (measured)"
-    # a slower machine (an AVX2-only 2-core measured 9–10): the bundled model is still the one advised, and its
-    # note says what being slow costs rather than calling the advised model too slow
+    # a slower machine: the bundled model is still the one advised, and its note says what being slow costs
+    # rather than calling the advised model too slow
     slow = Machine(25 * GB, 2, None, 9.0)
     assert recommend(slow, catalogue_sizes()).model == BUNDLED
     assert speed_notes(slow)[BUNDLED] == ("about 9.0 tokens/s here, slower than live captions want: finished lines' "
