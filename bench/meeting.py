@@ -262,16 +262,24 @@ def classify_losses(ref: list[str], offline: list[list[TimedToken]], trace: Live
     return losses
 
 
-def repeated_stretches(committed: list[str], ref: list[str], n: int = REPEAT_N) -> list[str]:
+def repeated_stretches(committed: list[str], ref: list[str], n: int = REPEAT_N,
+                       spans: list[tuple[float, float]] | None = None) -> list[str]:
     """Stretches of the committed words that repeat an earlier run of ``n`` or more of them (the
     earlier run ending before the repeat begins: "words words words words words" is not a run said
-    twice), where that run occurs at most once in the reference: each stretch's words."""
+    twice), where that run occurs at most once in the reference: each stretch's words.
+
+    With ``spans`` (each committed word's line, start and end in stream seconds) a repeat in a line of
+    its own counts only where it has no audio of its own: its line overlaps the earlier run's, or holds
+    more than ``FAST_WPS`` words a second (Whisper saying a window again, its times squashed). A
+    repeat in a later line with audio of its own was said twice: a caller's number read back, which
+    a loose reference writes once ("0 4 8 2 … 3703180482")."""
     grams = [tuple(committed[i:i + n]) for i in range(len(committed) - n + 1)]
     in_ref = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
     first: dict[tuple, int] = {}
     marked = [False] * len(committed)
     for i, g in enumerate(grams):
-        if g in first and first[g] + n <= i and in_ref[g] <= 1:
+        if g in first and first[g] + n <= i and in_ref[g] <= 1 and (spans is None or _no_audio_of_its_own(
+                spans, first[g], i, n)):
             marked[i:i + n] = [True] * n
         first.setdefault(g, i)
     stretches, i = [], 0
@@ -285,6 +293,19 @@ def repeated_stretches(committed: list[str], ref: list[str], n: int = REPEAT_N) 
         else:
             i += 1
     return stretches
+
+
+FAST_WPS = 8.0  # words a second no one speaks: a line this dense was not timed from its own audio
+
+
+def _no_audio_of_its_own(spans: list[tuple[float, float]], earlier: int, later: int, n: int) -> bool:
+    """Whether the run at ``later`` lies in the earlier run's line, in a line overlapping it, or in a
+    line too dense to be speech (see :func:`repeated_stretches`)."""
+    if spans[later][0] < spans[earlier + n - 1][1] - 0.05:
+        return True
+    line = spans[later]
+    in_line = sum(1 for s in spans if s == line)
+    return in_line / max(line[1] - line[0], 0.05) > FAST_WPS
 
 
 def speech_segments(events, end: float) -> list[tuple[float, float]]:
@@ -347,9 +368,11 @@ class _Frames:
     def __init__(self, clock) -> None:
         self.clock = clock
         self.frames: list[tuple[float, str, str]] = []
+        self.lines: list[tuple[str, float, float]] = []  # the committed lines of the last frame, with times
 
     def on_view(self, view) -> None:
         committed = " ".join(line.sentence.text for line in view.lines)
+        self.lines = [(line.sentence.text, line.sentence.start, line.sentence.end) for line in view.lines]
         self.frames.append((self.clock(view), committed, f"{committed} {view.partial.shown_source}"))
 
     def on_progress(self, progress) -> None:
@@ -402,6 +425,13 @@ class LiveRun:
     drafter_lines: list[tuple[str, bool]] = field(default_factory=list)
     line_log: list[dict] = field(default_factory=list)
     collapsed: int = 0
+    committed_tokens: list[tuple[str, float, float]] = field(default_factory=list)  # normalised, with its line's times
+    drafter_tokens: list[tuple[str, float, float]] = field(default_factory=list)  # the same for the drafter's lines
+
+
+def line_tokens(lines) -> list[tuple[str, float, float]]:
+    """Each line's normalised words with the line's start and end: ``lines`` of (text, start, end)."""
+    return [(token, start, end) for text, start, end in lines for token in normalise(text)]
 
 
 def run_live(recording: Recording, settings, asr, translator, realtime: bool) -> LiveRun:
@@ -431,9 +461,12 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
     gone = {id(x) for x in dropped}
     committed = recorder.frames[-1][1] if recorder.frames else ""
     if verified is not None:
-        drafter = [(x.drafted, id(x) in gone) for x in sorted(verified + dropped, key=lambda x: x.drafted_start)]
+        in_order = sorted(verified + dropped, key=lambda x: x.drafted_start)
+        drafter = [(x.drafted, id(x) in gone) for x in in_order]
+        drafter_lines = [(x.drafted, x.drafted_start, x.drafted_end) for x in in_order]
     else:  # unverified: the drafter's lines are the committed ones
         drafter = [(committed, False)]
+        drafter_lines = recorder.lines
     inner = getattr(transcriber, "transcriber", transcriber)
     # each verification as it happened (time order): what the drafter finished, the audio the verifier read,
     # its words with times, which of them became the line; to look into a line committed twice
@@ -448,7 +481,8 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
     return LiveRun(committed, trace, recorder.frames, cpu, audio_s, len(verified or []), len(dropped),
                    getattr(transcriber, "fallbacks", 0), summary.get("fell_behind"), inner.decode_seconds,
                    getattr(transcriber, "verify_seconds", 0.0), drafter, log,
-                   sum(1 for x in verified or [] if not x.fallback and collapsed(x.words[x.kept[0]:x.kept[1]])))
+                   sum(1 for x in verified or [] if not x.fallback and collapsed(x.words[x.kept[0]:x.kept[1]])),
+                   line_tokens(recorder.lines), line_tokens(drafter_lines))
 
 
 # -- offline decoding ------------------------------------------------------------------------
@@ -525,8 +559,8 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
                            lost={k: sum(1 for x in losses if x.kind == k) for k in LOSS_KINDS},
                            lost_words=[{**asdict(x), "context": " ".join(ref[max(0, x.index - 3):x.index + 4])}
                                        for x in losses],
-                           repeats=repeated_stretches(live.trace.committed, ref),
-                           drafter=score(ref, drafted), drafter_repeats=repeated_stretches(drafted, ref),
+                           repeats=_repeats(live.committed_tokens, ref),
+                           drafter=score(ref, drafted), drafter_repeats=_repeats(live.drafter_tokens, ref),
                            drafter_transcript=" ".join(text for text, _dropped in live.drafter_lines),
                            line_log=live.line_log, collapsed_lines=live.collapsed,
                            draft_s_per_audio_s=round(live.draft_s / live.audio_s, 3),
@@ -544,6 +578,10 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     return {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "mode": "real time" if realtime else "fast",
             "rounds": rounds if realtime else 1, "target": target, "models": models,
             "recordings": [r.name for r in recordings], "rows": rows, "totals": totals(rows)}
+
+
+def _repeats(tokens: list[tuple[str, float, float]], ref: list[str]) -> list[str]:
+    return repeated_stretches([t for t, _s, _e in tokens], ref, spans=[(s, e) for _t, s, e in tokens])
 
 
 def totals(rows: list[dict]) -> list[dict]:

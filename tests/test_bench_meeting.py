@@ -56,3 +56,20 @@ def test_a_phrase_stamped_at_one_time_is_collapsed():
     said = _timed("can i also give the address".split())
     looped = said + [TimedToken(w, 3.1, 3.1) for w in "okay one more".split()]
     assert not collapsed(said) and collapsed(looped) and not collapsed(looped[:-1])
+
+
+def test_a_repeat_with_audio_of_its_own_was_said_twice_and_one_without_was_committed_twice():
+    # a caller's number read back: the reference writes it once ("0 4 8 2 … 3703180482"), but the second
+    # saying has a line and audio of its own
+    ref = "and 0 4 8 2 3703180482 i already marked it down".split()
+    lines = [("and 0 4 8 2", 10.0, 12.0), ("0 4 8 2", 12.5, 14.0), ("i already marked it down", 14.5, 16.0)]
+    tokens = [(t, s, e) for text, s, e in lines for t in text.split()]
+    words, spans = [t for t, _s, _e in tokens], [(s, e) for _t, s, e in tokens]
+    assert repeated_stretches(words, ref) == ["0 4 8 2"]  # by text alone it looks committed twice
+    assert repeated_stretches(words, ref, spans=spans) == []
+    # the same words in a line overlapping the first (the same audio committed again) ...
+    overlapping = [(s - 2.0, e - 1.5) if 5 <= k < 9 else (s, e) for k, (s, e) in enumerate(spans)]
+    assert repeated_stretches(words, ref, spans=overlapping) == ["0 4 8 2"]
+    # ... or squashed into an instant (Whisper saying its window again) are committed twice
+    squashed = [(14.2, 14.25) if 5 <= k < 9 else (s, e) for k, (s, e) in enumerate(spans)]
+    assert repeated_stretches(words, ref, spans=squashed) == ["0 4 8 2"]

@@ -2,8 +2,9 @@
 
 A telephone call between two people (SpokenWOZ, in the shared folder's ``gathered/conversation``;
 source and licence in its README) streamed with different chunk timings, as live reads differ
-from run to run: no stretch is committed twice, whatever the timing, and what both bundled models hear
-offline is not lost. On such audio Whisper, at the
+from run to run (a stall too: the CPU taken for a while, then all its audio at once), by the default
+engine and by tiny.en alone: no stretch is committed twice, whatever the timing, and what both bundled
+models hear offline is not lost. On such audio Whisper, at the
 end of a window, says the window's text again with its word times squashed into an instant; taken
 as the next line, that commits a sentence a second time (issue #48)."""
 
@@ -22,6 +23,10 @@ DATA = ROOT.parent / "shared" / "data" / "gathered" / "conversation"
 CALLS = [("SNG1640", (35.0, 80.0)), ("MUL1423", (92.0, 120.0))]
 REPEAT_N = 4  # a run of this many words said once and committed twice
 MISSING_MAX = 3  # words both models hear offline that the committed text may lack
+# tiny.en alone hears a few words otherwise than offline without losing a stretch ("entrance fee" as
+# "intrancy", "okay okay" as one); a stretch lost to a stall is ten words or more
+MISSING_MAX_ALONE = 5
+STALL_AT_S = 10.0  # where in the excerpt a stall's audio arrives at once
 
 
 def _twice(words: list[str], reference: list[str], n: int = REPEAT_N) -> list[tuple[str, ...]]:
@@ -68,16 +73,24 @@ def test_a_real_call_is_committed_once_and_keeps_what_offline_decoding_hears(ver
                for engine in (verified_engine.drafter, verified_engine.verifier)]
     heard = reliable(reference, offline)
     assert len(heard) >= 0.5 * len(reference)  # the check below has words to check
-    for chunk_s in (0.5, 0.7):
-        transcriber = make_transcriber(verified_engine, streaming_options(Settings()))
-        step = int(chunk_s * 16000)
-        sentences = []
-        for i in range(0, len(audio), step):
+    # live reads differ from run to run: 0.5 s or 0.7 s at a time, or all the audio of a stall (the CPU
+    # taken for a while: the next read takes the 12 s since), through the default engine and through
+    # tiny.en alone (what the engine check picks on a slow 2-core CPU)
+    timings = [("0.5 s", 0.5, True), ("0.7 s", 0.7, True), ("a 12 s stall", 0.5, True), ("a 12 s stall", 0.5, False)]
+    for name, chunk_s, verify in timings:
+        settings = Settings().with_value("asr.verify_lines", verify)
+        engine = verified_engine if verify else verified_engine.drafter
+        transcriber = make_transcriber(engine, streaming_options(settings))
+        sentences, i = [], 0
+        while i < len(audio):
+            step = int((12.0 if "stall" in name and i == int(STALL_AT_S * 16000) else chunk_s) * 16000)
             sentences += [s for u in transcriber.push(audio[i:i + step]) for s in u.sentences]
+            i += step
         sentences += transcriber.finish().sentences
         words = normalise(" ".join(s.text for s in sentences))
-        print(chunk_s, " ".join(words))
-        assert not _twice(words, reference), (chunk_s, _twice(words, reference))
+        label = (name, "verified" if verify else "tiny.en alone")
+        print(label, " ".join(words))
+        assert not _twice(words, reference), (label, _twice(words, reference))
         live = align(reference, words)
         missing = [reference[j] for j in sorted(heard) if live.ops[j] != "C"]
-        assert len(missing) <= MISSING_MAX, (chunk_s, missing)
+        assert len(missing) <= (MISSING_MAX if verify else MISSING_MAX_ALONE), (label, missing)

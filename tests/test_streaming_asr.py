@@ -235,3 +235,61 @@ def test_a_window_that_fills_without_agreement_commits_its_words_as_lines():
     assert sentences, "the forced words closed no line that reached the caller"
     assert [s.index for s in sentences] == list(range(sentences[0].index, sentences[0].index + len(sentences)))
     assert sentences[0].text.endswith(".") and sentences[0].text.startswith("w"), sentences[0]
+
+
+class _Scripted:
+    """An engine that answers each decode with the next scripted hypothesis (word texts with start
+    times in the window): what Whisper gave on a real telephone call (issue #48). It stands in for
+    the model only; the thing under test is what the transcriber makes of such decodes."""
+
+    name = "scripted"
+
+    def __init__(self, script: list[list[tuple[str, float]]]) -> None:
+        self.script = list(script)
+
+    def transcribe(self, audio, prompt="", language=None, abort=None, previous_transcript=""):
+        from core.asr.engine import Hypothesis
+        from core.stream import Word
+
+        said = self.script.pop(0) if self.script else []
+        words = [Word(at, at + 0.3, f" {text}") for text, at in said]
+        return Hypothesis(words, "".join(w.text for w in words).strip())
+
+    def interrupt(self) -> None:
+        pass
+
+
+def _stream_scripted(script, seconds: int) -> str:
+    from core.asr import StreamingOptions, StreamingTranscriber
+
+    st = StreamingTranscriber(_Scripted(script), StreamingOptions(use_vad=False, min_chunk_s=1.0))
+    sentences = []
+    for _ in range(seconds):
+        st.insert_audio(np.zeros(16000, dtype=np.float32))
+        update = st.process()
+        sentences += update.sentences if update else []
+    return " ".join(s.text for s in sentences + st.finish(decode=False).sentences)
+
+
+HEARD = [("we", 0.3), ("could", 0.6), ("meet", 0.9), ("at", 1.2), ("nine", 1.5)]
+
+
+def test_a_decode_refused_as_a_loop_keeps_the_words_heard_before_it():
+    """A looping decode says nothing about the audio: the words the decode before it heard stay,
+    and are committed when the utterance ends (they were thrown away, and the turn lost)."""
+    loop = [("at", 0.1 + 0.05 * i) if i % 2 == 0 else ("nine", 0.1 + 0.05 * i) for i in range(60)]
+    assert _stream_scripted([[], HEARD, loop], 3) == "we could meet at nine"
+
+
+def test_words_stamped_at_the_windows_first_instant_do_not_end_the_decode():
+    """Whisper carries words over the window's start, all stamped at 0 s ("I'm going to find a house",
+    the window starting at "find"); the words after them were timed from the audio and are kept
+    (the four at one instant made the whole decode count as a collapse, and the turn was lost)."""
+    from core.asr.streaming import collapse_start, collapsed_lead
+    from core.stream import Word
+
+    carried = [("so", 0.0), ("i", 0.0), ("think", 0.0), ("that", 0.04)]
+    words = [Word(at, at + 0.3, f" {text}") for text, at in carried + HEARD]
+    assert collapsed_lead(words) == 4 and collapse_start(words) == len(words)
+    assert collapsed_lead(words[4:]) == 0
+    assert _stream_scripted([[], HEARD, carried + HEARD], 3) == "we could meet at nine"

@@ -139,3 +139,14 @@ def test_a_stuttered_sentence_does_not_loop_one_word(translator_de):
     print(repr(result.text))
     assert not any(repeated_word(words[i:i + 3]) for i in range(len(words))), result.text
     assert not phrase_loop(result.text), result.text
+
+
+def test_names_and_quotations_kept_as_they_are_do_not_make_a_copy():
+    """Names and quotations stay as they are in a translation (issue #49): a German sentence keeping
+    them is not left in English; the same sentence left in English still is."""
+    source = 'One Labour AM said his group was concerned "it rhymes with Twp and Pwp."'
+    # the bundled model's translation (it was counted as left in English)
+    assert not is_copy(source, 'Eine Labour AM-Fraktion sagte sein Gruppengesicht "it rhymes with Twp and Pwp."')
+    assert is_copy(source, source)
+    assert is_copy("Welcome to CSA in Italy.", "Welcome to CSA in Italy.")  # the rest is English
+    assert not is_copy("Welcome to CSA in Italy.", "Willkommen bei CSA in Italien.")

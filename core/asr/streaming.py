@@ -85,11 +85,25 @@ def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COL
     conversation: "… address for this? Okay. Okay. One more thing. Can I also give the address for
     this?", the repeat all at one instant), and the words from there on are not what was said. (Three
     real words can get starts that close from Whisper's coarse word timing: "this is for" in fast
-    speech.)"""
-    for i in range(len(words) - run + 1):
+    speech.) A run the decode opens with (:func:`collapsed_lead`) is not such an end: the words
+    after it were timed from the audio."""
+    for i in range(collapsed_lead(words, run, span), len(words) - run + 1):
         if words[i + run - 1].start - words[i].start <= span:
             return i
     return len(words)
+
+
+def collapsed_lead(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
+    """How many words a decode opens with that are stamped at its first instant, ``run`` or more of
+    them (0 where it does not): words Whisper carries over the window's start from the prompt or a
+    word the window cut ("I'm going to find a house", the window starting at "find", all three
+    stamped at 0.0 s). They have no audio of their own in the window."""
+    if len(words) < run or words[run - 1].start - words[0].start > span:
+        return 0
+    n = run
+    while n < len(words) and words[n].start - words[0].start <= span:
+        n += 1
+    return n
 
 
 def prompt_from(words, chars: int) -> str:
@@ -153,6 +167,7 @@ class StreamingTranscriber:
         self.dropped_decodes = 0  # decodes refused as hallucinated loops (see degenerate())
         self.recent_decode_seconds = 0.0  # a moving average of the model's time per decode
         self._last_words: list[Word] = []  # the last decode's words (absolute times)
+        self._told_nothing = False  # the last decode was refused as a loop, or all its words were cut
         self.aborted = threading.Event()  # set by abort(): no more decoding
 
     # -- input -----------------------------------------------------------------------
@@ -226,9 +241,13 @@ class StreamingTranscriber:
 
     def _decode_step(self, paused: bool = False) -> TranscriptUpdate:
         words = self._decode(self.window.view())
-        self.hyp.insert(words)
-        committed = self.hyp.flush()
-        sentences = self._commit(committed)
+        sentences: list[Sentence] = []
+        if not self._told_nothing:
+            # A decode refused as a loop (or timed as no speech) neither confirms nor replaces the last
+            # hypothesis: taken as "nothing said", it would throw away words that the utterance's end
+            # then has nothing to commit from (a call's 10 s lost after a decode Whisper stamped at 0 s).
+            self.hyp.insert(words)
+            sentences = self._commit(self.hyp.flush())
         sentences += self._trim()
         return self._update(sentences, paused=paused)
 
@@ -252,7 +271,7 @@ class StreamingTranscriber:
         if (decode and self._speech and self.window.seconds > 0.05
                 and (self._new_audio > 0 or not self.hyp.tentative())):
             words = self._decode(self.window.view())
-            sentences += self._commit(self.hyp.commit_final(words))
+            sentences += self._commit(self.hyp.force_commit() if self._told_nothing else self.hyp.commit_final(words))
         else:
             sentences += self._commit(self.hyp.force_commit())
         sentences += self._close_sentence()
@@ -276,15 +295,18 @@ class StreamingTranscriber:
                                       0.7 * self.recent_decode_seconds + 0.3 * hypothesis.decode_seconds)
         self._new_audio = 0.0
         words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
+        self._told_nothing = False
         if degenerate("".join(w.text for w in words)):
             # a hallucinated loop: nothing of it is shown or committed, and the next decode starts
             # without the prompt that may have led to it
             logger.warning("dropped a looping decode at %.1f s: %r", offset, "".join(w.text for w in words)[:80])
             self.dropped_decodes += 1
             self._history.clear()
-            words = []
+            words, self._told_nothing = [], True
         elif self.options.cut_collapsed:
-            words = words[:collapse_start(words)]
+            kept = words[collapsed_lead(words):collapse_start(words)]
+            self._told_nothing = bool(words) and not kept
+            words = kept
         self._last_words = words
         return list(self._last_words)
 

@@ -51,12 +51,32 @@ def is_fragment(source: str, translation: str, target: str) -> bool:
     return _length(translation, target) < FRAGMENT_SHARE * n * scale
 
 
+def kept_as_is(source: str) -> set[str]:
+    """The source's words a translation keeps as they are (lower case): names (words capitalised where
+    a sentence does not begin, acronyms such as "EU" too) and the words of a quotation ("it rhymes with
+    Twp and Pwp.", 'furious'). A translation keeping them is not left in English for that."""
+    kept: set[str] = set()
+    for quote in _QUOTED.findall(source):
+        kept.update(_words(next(q for q in quote if q)))
+    for match in _WORD.finditer(source):
+        word = match.group(0)
+        before = source[:match.start()].rstrip(" \"'“”„‘’«»(")
+        if word[:1].isupper() and before and before[-1] not in ".!?:;" and not word.isdigit():
+            kept.add(word.lower())
+    return kept
+
+
+# a quotation: in double quotes of any kind, or in single quotes that do not touch a word ('furious', not y'all)
+_QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(?<!\w)[‘'](.+?)[’'](?!\w)")
+
+
 def is_copy(source: str, translation: str) -> bool:
     """A translation at least :data:`COPY_SHARE` of whose words are words of the source (the source
-    left wholly or mostly untranslated); names and numbers alone do not make a copy, as it takes
-    three words or more."""
+    left wholly or mostly untranslated), names and quotations aside (:func:`kept_as_is`): it takes three
+    other words or more."""
     said = set(_words(source))
-    words = _words(translation)
+    kept = kept_as_is(source)
+    words = [w for w in _words(translation) if w not in kept]
     if len(words) < 3:
         return False
     return sum(w in said for w in words) >= COPY_SHARE * len(words)
