@@ -243,7 +243,7 @@ class StreamingTranscriber:
         words = self._decode(self.window.view())
         sentences: list[Sentence] = []
         if not self._told_nothing:
-            # A decode refused as a loop (or timed as no speech) neither confirms nor replaces the last
+            # A decode refused as a loop (or cut whole where its times collapse) neither confirms nor replaces the last
             # hypothesis: taken as "nothing said", it would throw away words that the utterance's end
             # then has nothing to commit from (a call's 10 s lost after a decode Whisper stamped at 0 s).
             self.hyp.insert(words)

@@ -73,8 +73,8 @@ _QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(
 def is_copy(source: str, translation: str, names_aside: bool = True) -> bool:
     """A translation at least :data:`COPY_SHARE` of whose words are words of the source (the source
     left wholly or mostly untranslated), names and quotations aside (:func:`kept_as_is`): it takes three
-    other words or more. ``names_aside=False`` counts them too (the translator's trigger for its copy
-    retry, which then also mends the English between names: chrF 33.2 → 33.4 on NTREX)."""
+    other words or more. ``names_aside=False`` counts them too: the translator's trigger for its copy
+    retry, so that a sentence left in English between its names is retried as well."""
     said = set(_words(source))
     kept = kept_as_is(source) if names_aside else set()
     words = [w for w in _words(translation) if w not in kept]
