@@ -66,6 +66,10 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     },
     # tiny.en streams, base decodes each finished line again and its words are committed (core.asr.verified)
     "tiny.en verified by base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": True},
+    # a pause commits the words before it (asr.pause_commit, off by default: see StreamingOptions)
+    "faster-whisper tiny.en + translation (pause commit)": {
+        "asr.engine": "faster-whisper", "asr.verify_lines": False, "asr.pause_commit": "all",
+    },
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {
         "asr.engine": "faster-whisper", "asr.verify_lines": False,

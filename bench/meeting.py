@@ -517,7 +517,8 @@ def _row(recording: Recording, config: str, audio_s: float, ref: list[str], text
     return row
 
 
-def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, verify: bool = True) -> dict:
+def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, verify: bool = True,
+        overrides: list[str] = ()) -> dict:
     from core.asr import FasterWhisperEngine
     from core.audio import decode_file
     from core.models import ModelStore
@@ -525,6 +526,9 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     from core.settings import Settings
 
     settings = Settings().with_value("translation.target", target).with_value("asr.verify_lines", verify)
+    for item in overrides:  # --set KEY=VALUE
+        key, _, value = item.partition("=")
+        settings = settings.with_value(key, value)
     store = ModelStore()
     models = [settings.asr.model, settings.asr.verifier]
     offline_engines = {m: FasterWhisperEngine(store.resolve(m), compute_type=settings.asr.compute_dtype,
@@ -576,7 +580,7 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
         if translator is not None:
             translator.close()
     return {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "mode": "real time" if realtime else "fast",
-            "rounds": rounds if realtime else 1, "target": target, "models": models,
+            "rounds": rounds if realtime else 1, "target": target, "models": models, "overrides": list(overrides),
             "recordings": [r.name for r in recordings], "rows": rows, "totals": totals(rows)}
 
 
@@ -686,6 +690,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unverified", action="store_true",
                         help="the drafter alone, its lines unverified (what the engine check chooses where verifying "
                              "does not keep up)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for the live path, e.g. asr.pause_commit=none (repeatable)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     recordings = [] if args.no_shared else shared_recordings()
@@ -699,7 +705,8 @@ def main(argv: list[str] | None = None) -> int:
         recordings = [r for r in recordings if r.name in names]
     if not recordings:
         parser.error("no recordings to run (see --data, --split, --only).")
-    result = run(recordings, args.realtime, max(1, args.rounds), args.target, verify=not args.unverified)
+    result = run(recordings, args.realtime, max(1, args.rounds), args.target, verify=not args.unverified,
+                 overrides=args.set)
     return report(result, args.json, table(result))
 
 

@@ -41,7 +41,8 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # window, the bookmarks and reopen closed tab elsewhere) to Ctrl+Alt+Shift+Space/P/O/X; 9 — adds the
 # ``speakers`` section (speaker labels: on/off, how many to expect) and ``overlay.speaker_style``. Keys added
 # without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
-# ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section. Older files load
+# ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section,
+# ``asr.pause_commit``. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
@@ -148,6 +149,9 @@ class ASRSettings:
     # a line also ends at a clause mark or a short pause once it holds this many words (0: sentence ends only)
     clause_min_words: int = _setting(6, NEXT_START, lo=0, hi=60)
     max_line_words: int = _setting(20, NEXT_START, lo=0, hi=200)  # a line ends after this many words (0: never)
+    # at a pause, the decode in it commits the words before it without a second decode agreeing
+    # (core.asr.streaming.StreamingOptions.pause_commit; off, as measured there)
+    pause_commit: str = _setting("none", NEXT_START, choices=("none", "all", "sentence"))
 
 
 @dataclass

@@ -67,6 +67,13 @@ class HypothesisBuffer:
         self._committed(forced)
         return forced
 
+    def commit_first(self, n: int) -> list[Word]:
+        """Commit the first ``n`` unconfirmed words without a second hypothesis agreeing (a decode in a
+        pause has settled them); returns them."""
+        settled, self.previous = self.previous[:n], self.previous[n:]
+        self._committed(settled)
+        return settled
+
     def commit_final(self, words: list[Word]) -> list[Word]:
         """Take the last hypothesis of the stream (absolute times) and commit all of it that is new:
         no later one will confirm it; returns the words committed."""

@@ -51,6 +51,13 @@ class StreamingOptions:
     # a decode's words end where their start times collapse (collapse_start): how Whisper times a phrase it
     # repeats at the end of a window; kept, the repeat becomes a line of its own (`sotto bench meeting`)
     cut_collapsed: bool = True
+    # at a pause in speech (VAD end), what the decode made in the pause commits at once, without a second
+    # decode agreeing: "all" — every word heard before the pause, and a line long enough for a pause to
+    # end it ends there (as its next word would, pause_break_s); "sentence" — its words up to the last
+    # sentence end heard before the pause; "none" — LocalAgreement alone (a line's last words wait for the
+    # next speech's decodes, or the utterance's end). Off: on held-out calls "all" committed words that a
+    # later decode heard otherwise, or again (`sotto bench meeting --set asr.pause_commit=all`).
+    pause_commit: str = "none"
 
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
@@ -58,6 +65,8 @@ _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 _SPOKEN = re.compile(r"\w")  # a word with a letter or digit in it (not bare punctuation)
 COMPRESSION_LIMIT = 2.4  # Whisper's own threshold for a looping decode (gzip ratio of its text)
 COLLAPSE_RUN, COLLAPSE_SPAN_S = 4, 0.1  # see collapse_start
+EMPTY_PROMPT_S = 2.0  # an empty decode of this much speech or more drops the prompt (see _decode)
+PAUSE_SLACK_S = 0.5  # Whisper's word end times run past the VAD's end of speech by up to this
 
 
 def degenerate(text: str) -> bool:
@@ -248,8 +257,30 @@ class StreamingTranscriber:
             # then has nothing to commit from (a call's 10 s lost after a decode Whisper stamped at 0 s).
             self.hyp.insert(words)
             sentences = self._commit(self.hyp.flush())
+            if paused and self._paused_at is not None and self.options.pause_commit != "none":
+                settled = self._settled_at_pause(self._paused_at)
+                sentences += self._commit(self.hyp.commit_first(settled))
+                if settled and self._long_enough():
+                    # the pause ends the line now, as its next word would (pause_break_s): any word still
+                    # tentative was placed after the pause
+                    sentences += self._close_sentence()
         sentences += self._trim()
         return self._update(sentences, paused=paused)
+
+    def _settled_at_pause(self, pause: float) -> int:
+        """How many of the tentative words a decode in the pause at ``pause`` settles (``pause_commit``):
+        those heard before it (a word a decode places well into the silence is not), up to the last
+        one that ends a sentence in "sentence" mode."""
+        mode = self.options.pause_commit
+        if mode == "none":
+            return 0
+        settled = 0
+        for i, word in enumerate(self.hyp.tentative()):
+            if word.end > pause + PAUSE_SLACK_S:
+                break
+            if mode == "all" or _SENTENCE_END.search(word.text.strip()):
+                settled = i + 1
+        return settled
 
     def _end_utterance(self) -> TranscriptUpdate:
         sentences = self._commit(self.hyp.force_commit())
@@ -307,6 +338,11 @@ class StreamingTranscriber:
             kept = words[collapsed_lead(words):collapse_start(words)]
             self._told_nothing = bool(words) and not kept
             words = kept
+        if not words and self.window.seconds >= EMPTY_PROMPT_S and self._history:
+            # Whisper can answer nothing at all, decode after decode, under a prompt it dislikes (a call
+            # lost 18 s after the prompt "6187. Heaven."): the next decode goes without it
+            logger.info("an empty decode of %.1f s of speech; the next one without the prompt", self.window.seconds)
+            self._history.clear()
         self._last_words = words
         return list(self._last_words)
 
