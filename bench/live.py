@@ -68,7 +68,7 @@ CONFIGURATIONS: dict[str, dict[str, object]] = {
     "tiny.en verified by base + translation": {"asr.engine": "faster-whisper", "asr.verify_lines": True},
     # a pause commits the words before it (asr.pause_commit, off by default: see StreamingOptions)
     "faster-whisper tiny.en + translation (pause commit)": {
-        "asr.engine": "faster-whisper", "asr.verify_lines": False, "asr.pause_commit": "all",
+        "asr.engine": "faster-whisper", "asr.verify_lines": False, "asr.pause_commit": True,
     },
     # the default before the line was shown whole when the speaker pauses (captions.show_at_pause)
     "faster-whisper tiny.en + translation (masked at pauses)": {

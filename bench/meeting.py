@@ -691,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the drafter alone, its lines unverified (what the engine check chooses where verifying "
                              "does not keep up)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting for the live path, e.g. asr.pause_commit=none (repeatable)")
+                        help="a setting for the live path, e.g. asr.pause_commit=true (repeatable)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     recordings = [] if args.no_shared else shared_recordings()

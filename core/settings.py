@@ -151,7 +151,7 @@ class ASRSettings:
     max_line_words: int = _setting(20, NEXT_START, lo=0, hi=200)  # a line ends after this many words (0: never)
     # at a pause, the decode in it commits the words before it without a second decode agreeing
     # (core.asr.streaming.StreamingOptions.pause_commit; off, as measured there)
-    pause_commit: str = _setting("none", NEXT_START, choices=("none", "all", "sentence"))
+    pause_commit: bool = _setting(False, NEXT_START)
 
 
 @dataclass

@@ -339,14 +339,14 @@ def _commit_delays(engine, audio: np.ndarray, step_s: float, **options) -> list[
 
 
 def test_a_line_before_a_pause_is_committed_at_the_pause(tiny_engine, shared):
-    """Spontaneous speech pauses between phrases. With ``pause_commit`` "all" (a setting, off by default)
+    """Spontaneous speech pauses between phrases. With ``pause_commit`` (a setting, off by default)
     the decode in a pause, which has heard the words and the silence after them, commits them then, and a
     line long enough ends there. Without it, a line's last words wait for the next phrase's decodes to
     agree: seconds later where each decode reads 1.5 s of new audio (2 cores translating too)."""
     audio = np.concatenate([decode_file(shared / "asr" / name) for name in ("mfa_cold_corpus.wav", "jfk.flac")])
     # the VAD's end of speech comes after 0.5 s of silence, the decode in the pause within the step after
     # that: 2.2 s past the line's end is that, with room for a word timed a little early
-    settled = _commit_delays(tiny_engine, audio, 1.5, pause_commit="all")
+    settled = _commit_delays(tiny_engine, audio, 1.5, pause_commit=True)
     waited = _commit_delays(tiny_engine, audio, 1.5)
     late = [(text, round(delay, 1)) for text, _end, delay in settled if delay > 2.2]
     late_before = [(text, round(delay, 1)) for text, _end, delay in waited if delay > 2.2]

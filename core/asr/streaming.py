@@ -51,13 +51,12 @@ class StreamingOptions:
     # a decode's words end where their start times collapse (collapse_start): how Whisper times a phrase it
     # repeats at the end of a window; kept, the repeat becomes a line of its own (`sotto bench meeting`)
     cut_collapsed: bool = True
-    # at a pause in speech (VAD end), what the decode made in the pause commits at once, without a second
-    # decode agreeing: "all" — every word heard before the pause, and a line long enough for a pause to
-    # end it ends there (as its next word would, pause_break_s); "sentence" — its words up to the last
-    # sentence end heard before the pause; "none" — LocalAgreement alone (a line's last words wait for the
-    # next speech's decodes, or the utterance's end). Off: on held-out calls "all" committed words that a
-    # later decode heard otherwise, or again (`sotto bench meeting --set asr.pause_commit=all`).
-    pause_commit: str = "none"
+    # at a pause in speech (VAD end), the decode in the pause commits every word heard before it without a
+    # second decode agreeing, and a line long enough for a pause to end it ends there (as its next word
+    # would, pause_break_s); off, LocalAgreement alone: a line's last words wait for the next speech's
+    # decodes, or the utterance's end. Off by default: on held-out calls it committed words that a later
+    # decode heard otherwise, or again (`sotto bench meeting --set asr.pause_commit=true`).
+    pause_commit: bool = False
 
 
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
@@ -257,7 +256,7 @@ class StreamingTranscriber:
             # then has nothing to commit from (a call's 10 s lost after a decode Whisper stamped at 0 s).
             self.hyp.insert(words)
             sentences = self._commit(self.hyp.flush())
-            if paused and self._paused_at is not None and self.options.pause_commit != "none":
+            if paused and self._paused_at is not None and self.options.pause_commit:
                 settled = self._settled_at_pause(self._paused_at)
                 sentences += self._commit(self.hyp.commit_first(settled))
                 if settled and self._long_enough():
@@ -268,18 +267,13 @@ class StreamingTranscriber:
         return self._update(sentences, paused=paused)
 
     def _settled_at_pause(self, pause: float) -> int:
-        """How many of the tentative words a decode in the pause at ``pause`` settles (``pause_commit``):
-        those heard before it (a word a decode places well into the silence is not), up to the last
-        one that ends a sentence in "sentence" mode."""
-        mode = self.options.pause_commit
-        if mode == "none":
-            return 0
+        """How many of the tentative words a decode in the pause at ``pause`` settles: those heard
+        before it (a word a decode places well into the silence is not)."""
         settled = 0
-        for i, word in enumerate(self.hyp.tentative()):
+        for word in self.hyp.tentative():
             if word.end > pause + PAUSE_SLACK_S:
                 break
-            if mode == "all" or _SENTENCE_END.search(word.text.strip()):
-                settled = i + 1
+            settled += 1
         return settled
 
     def _end_utterance(self) -> TranscriptUpdate:
