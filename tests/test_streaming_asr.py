@@ -327,15 +327,8 @@ def test_an_empty_decode_of_speech_drops_the_prompt():
 def _commit_delays(engine, audio: np.ndarray, step_s: float, **options) -> list[tuple[str, float, float]]:
     """Each committed line of ``audio`` streamed in steps of ``step_s``: (text, its end, how much audio
     had arrived past its end when it was committed)."""
-    from core.asr import StreamingOptions, StreamingTranscriber
-
-    st = StreamingTranscriber(engine, StreamingOptions(**options))
-    lines = []
-    step = int(step_s * 16000)
-    for i in range(0, len(audio), step):
-        for update in st.push(audio[i:i + step]):
-            lines += [(s.text, s.end, update.audio_time - s.end) for s in update.sentences]
-    return lines
+    _sentences, _st, updates = transcribe_stream(engine, audio, chunk_s=step_s, **options)
+    return [(s.text, s.end, u.audio_time - s.end) for u in updates for s in u.sentences]
 
 
 def test_a_line_before_a_pause_is_committed_at_the_pause(tiny_engine, shared):
