@@ -715,9 +715,11 @@ def finished_markdown(result: dict, command: str) -> str:
              "German, each sentence finished as the app translates one (the path of `sotto translate`); spoken text: "
              "short Tatoeba utterances (CC-BY 2.0 FR) and TED talk transcripts (IWSLT, CC-BY-NC-ND 3.0) from "
              "`../shared/data/gathered/spoken_mt` (not in the project), the copy retry tuned on the tune splits. Each "
-             "cell: the first decode (all the app showed before the copy retry) → what is shown now. Copies: "
+             "cell: the first decode (all the app showed before the copy retry and the halves) → what is shown now. "
+             "Copies: "
              "mostly the source's words; fragments: under half the sentence; loops: a phrase said twice "
-             "(core/translate/quality.py); retried: sentences the copy retry changed; seconds: model time per "
+             "(core/translate/quality.py); retried: sentences the copy retry or the halves changed; seconds: model "
+             "time per "
              "sentence, retries included.", "",
              "| set | split | sentences | copies | fragments | loops | chrF | BLEU | retried | s per sentence |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -7,8 +7,10 @@ import dataclasses
 
 import pytest
 
+from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
-from core.translate.quality import is_copy
+from core.translate.prompts import borrowed_example
+from core.translate.quality import is_copy, is_fragment
 
 # Short, informal sentences the bundled model gave back in English as finished sentences before the
 # copy retry (each is a copy with ``copy_retries = 0``, asserted below).
@@ -20,6 +22,15 @@ NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", ("CSA",)),
                       ("Jones", "52", "2016")))
 
 
+# NTREX-128 (CC-BY-SA 4.0) sentences the copy retry left broken: one in English whole, one cut to a
+# fragment; and one that keeps a quotation, which its halves alone would translate
+LEFT_IN_ENGLISH = ("Online shopping and a shift towards buying small amounts of food daily at local convenience "
+                   "stores means supermarkets are having to do more to persuade people to visit.")
+CUT_SHORT = ("The investment in beauty comes as supermarkets hunt for ways to use up shelf space once sued for TVs, "
+             "microwaves and homeware.")
+QUOTED = 'One Labour AM said his group was concerned "it rhymes with Twp and Pwp."'
+
+
 def test_where_a_copy_begins():
     pieces = [" Okay", ",", " so", " that", "'", "s", " down", ",", " right", "."]
     assert word_starts(pieces) == [0, 2, 3, 6, 8]  # "'s" goes on the word before it
@@ -29,11 +40,35 @@ def test_where_a_copy_begins():
     assert copy_start([" Tom", " ist", " hier", "."], "Tom is here.") is None
 
 
-def _translate(translator, sentence: str, copy_retries: int | None = None) -> str:
-    """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry."""
+def test_halves_cut_where_a_reader_pauses():
+    assert halves("Hello there my friend.") is None  # under twice MIN_WORDS words
+    assert halves(LEFT_IN_ENGLISH) == ("Online shopping and a shift towards buying small amounts of food daily",
+                                       "at local convenience stores means supermarkets are having to do more to "
+                                       "persuade people to visit.")
+    # a clause mark near the middle comes first
+    assert halves("However, supporters of the referendum, including Prime Minister Zoran Zaev, argue that") == (
+        "However, supporters of the referendum,", "including Prime Minister Zoran Zaev, argue that")
+    # not inside a name
+    assert halves("Peter Jones 'furious' after Holly Willoughby pulls out of £11million deal") == (
+        "Peter Jones 'furious' after Holly Willoughby", "pulls out of £11million deal")
+
+
+def test_an_example_borrowed_from_the_prompt_is_told():
+    assert borrowed_example("„Wir werden nicht aufgeben“, sagte die Opposition.", "However, supporters of the",
+                            "en", "de") == 3
+    assert borrowed_example('"We will not give up" voice.', 'mock "news anchor" voice.', "en", "de") == 3
+    assert borrowed_example("Wo ist der Bahnhof?", "Where is the train station?", "en", "de") is None
+    assert borrowed_example("Wo ist die Bibliothek?", "Where is the library?", "en", "de") is None
+
+
+def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None) -> str:
+    """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry; ``split_broken``
+    0: as before the halves."""
     options = translator.options
     if copy_retries is not None:
-        translator.options = dataclasses.replace(options, copy_retries=copy_retries)
+        translator.options = dataclasses.replace(translator.options, copy_retries=copy_retries)
+    if split_broken is not None:
+        translator.options = dataclasses.replace(translator.options, split_broken=split_broken)
     translator.forget()  # clause pieces translated with the other setting are not reused
     try:
         return translator.translate(sentence, final=True).text
@@ -56,6 +91,22 @@ def test_a_name_and_a_number_are_kept(translator_de):
         assert is_copy(sentence, before), before
         after = _translate(translator_de, sentence)
         assert not is_copy(sentence, after) and all(k in after for k in kept), (sentence, after)
+
+
+def test_what_the_copy_retry_leaves_broken_is_translated_in_halves(translator_de):
+    before = _translate(translator_de, LEFT_IN_ENGLISH, split_broken=0)
+    assert is_copy(LEFT_IN_ENGLISH, before), before  # the copy retry alone leaves it in English
+    after = _translate(translator_de, LEFT_IN_ENGLISH)
+    assert not is_copy(LEFT_IN_ENGLISH, after) and not is_fragment(LEFT_IN_ENGLISH, after, "de"), after
+    before = _translate(translator_de, CUT_SHORT, split_broken=0)
+    assert is_fragment(CUT_SHORT, before, "de"), before
+    after = _translate(translator_de, CUT_SHORT)
+    assert not is_fragment(CUT_SHORT, after, "de") and not is_copy(CUT_SHORT, after), after
+
+
+def test_halves_do_not_lose_a_quotation(translator_de):
+    after = _translate(translator_de, QUOTED)
+    assert "it rhymes with Twp and Pwp" in after, after
 
 
 def test_bench_translate_finished_counts_the_first_decode_and_what_is_shown(translator_de):

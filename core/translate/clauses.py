@@ -29,6 +29,39 @@ def clause_pieces(source: str, min_words: int = MIN_WORDS) -> list[str]:
     return pieces or [source]
 
 
+# words a clause often begins with: a sentence with no clause mark near its middle is cut before one
+_OPENERS = frozenset(("and", "but", "or", "so", "because", "although", "though", "while", "when", "where",
+                      "which", "who", "whom", "whose", "that", "if", "after", "before", "since", "until",
+                      "as", "than", "with", "without", "for", "from", "to", "in", "on", "at", "by"))
+
+
+def halves(source: str, min_words: int = MIN_WORDS) -> tuple[str, str] | None:
+    """``source`` cut in two where a reader would pause, for a small model that left it in English or
+    dropped most of it: each half has at least ``min_words`` words, and the cut is made in the middle
+    half of the sentence after a clause mark, else before a word that begins a clause, else in the
+    middle but not inside a name. None for a sentence too short to cut."""
+    words = source.split()
+    n = len(words)
+    if n < 2 * min_words:
+        return None
+    cuts = range(min_words, n - min_words + 1)  # words[:i] | words[i:]
+    middle = [i for i in cuts if n / 4 <= i <= 3 * n / 4] or list(cuts)
+
+    def rank(i: int) -> tuple[int, float]:
+        if words[i - 1].endswith((",", ";", ":")) or words[i - 1] in ("-", "–", "—"):
+            kind = 0
+        elif words[i].lower().strip("\"'“”‘’(") in _OPENERS:
+            kind = 1
+        elif words[i - 1][:1].isupper() and words[i][:1].isupper():
+            kind = 3  # inside a name ("Holly | Willoughby")
+        else:
+            kind = 2
+        return kind, abs(i - n / 2)
+
+    i = min(middle, key=rank)
+    return " ".join(words[:i]), " ".join(words[i:])
+
+
 class PieceMemo:
     """The translations of finished pieces (every piece of a sentence but its last), so a growing
     sentence re-translates only its last piece. Keyed by languages and text; the oldest go first."""

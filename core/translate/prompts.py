@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..text import language_name
 
 # Four short example pairs per target language, for base (non-instruct) models; the last one is
@@ -79,7 +81,7 @@ def few_shot_prompt(source: str, source_lang: str, target_lang: str, leave_out: 
     better with them than with ``English: …`` / ``German: …`` pairs in every language measured; see
     ``sotto bench prompts`` and docs/BENCHMARKS.md.
     ``leave_out``: the index of an example to leave out (one the model repeated instead of
-    translating, see :func:`echoed_example`)."""
+    translating, see :func:`borrowed_example`)."""
     lines = []
     if source_lang == "en" and target_lang in FEW_SHOT:
         for i, (en, tr) in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
@@ -90,30 +92,39 @@ def few_shot_prompt(source: str, source_lang: str, target_lang: str, leave_out: 
     return "".join(lines)
 
 
-def echoed_example(text: str, source: str, source_lang: str, target_lang: str) -> int | None:
-    """The index of the few-shot example whose translation ``text`` repeats although ``source`` is not
-    that example (a small base model sometimes answers with an example instead of translating:
-    "Making a famine where abundance lies …" came out as the quoted-speech example), else None."""
-    if source_lang != "en" or target_lang not in FEW_SHOT:
-        return None
-    said = text.strip()
-    for i, (en, tr) in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
-        if said == tr and source.strip() != en:
-            return i
-    return None
+# an output holding this many consecutive words of an example (fewer for a shorter example) took them
+# from the prompt, unless the source says them too
+BORROWED_WORDS = 4
 
 
-def opens_with_example(text: str, source: str, source_lang: str, target_lang: str) -> int | None:
-    """The index of the few-shot example ``text`` begins with, in either language, although ``source``
-    does not (a decode steered away from a copy sometimes falls back on the quoted-speech example:
-    "„Wir werden nicht aufgeben“, sagte der Minister. und du solltest …"), else None."""
+def _runs(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def borrowed_example(text: str, source: str, source_lang: str, target_lang: str) -> int | None:
+    """The index of the few-shot example whose words ``text`` repeats although ``source`` does not say
+    them: :data:`BORROWED_WORDS` consecutive words of the example, in either language. A small base
+    model sometimes answers with an example instead of translating ("Making a famine where abundance
+    lies …" came out as the quoted-speech example), falls back on one when steered away from a copy,
+    or borrows part of one ("„Wir werden nicht aufgeben“, sagte die Opposition." before a news
+    sentence; 'mock "news anchor" voice.' → '"We will not give up" voice.'). Else None."""
     if source_lang != "en" or target_lang not in FEW_SHOT:
         return None
-    said = text.strip()
+    said, heard = _words(text), _words(source)
     for i, pair in enumerate(zip(EXAMPLES_EN, FEW_SHOT[target_lang], strict=True)):
-        if any(said.startswith(example) for example in pair) and not source.strip().startswith(pair[0]):
-            return i
+        english = _words(pair[0])
+        n = min(BORROWED_WORDS, len(english))
+        if _runs(english, n) & _runs(heard, n):
+            continue  # the source says the example's words: its translation may too
+        for example in pair:
+            words = _words(example)
+            if _runs(words, min(BORROWED_WORDS, len(words))) & _runs(said, min(BORROWED_WORDS, len(words))):
+                return i
     return None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
 
 
 def needs_no_translation(source: str) -> bool:

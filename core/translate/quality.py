@@ -66,6 +66,13 @@ def kept_as_is(source: str) -> set[str]:
     return kept
 
 
+def kept_in(source: str, translation: str) -> set[str]:
+    """The source's names, quoted words and numbers (:func:`kept_as_is`, and words with a digit) that
+    ``translation`` keeps as they are (lower case)."""
+    keep = kept_as_is(source) | {w for w in _words(source) if any(ch.isdigit() for ch in w)}
+    return keep & set(_words(translation))
+
+
 # a quotation: in double quotes of any kind, or in single quotes that do not touch a word ('furious', not y'all)
 _QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(?<!\w)[‘'](.+?)[’'](?!\w)")
 

@@ -22,14 +22,14 @@ from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import joiner
-from .clauses import PieceMemo, clause_pieces
+from .clauses import PieceMemo, clause_pieces, halves
 from .copies import copy_bans, copy_start
 from .decoding import Decoder
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
-from .prompts import echoed_example, needs_no_translation, opens_with_example
-from .quality import is_copy, is_fragment
+from .prompts import borrowed_example, needs_no_translation
+from .quality import is_copy, is_fragment, kept_in
 
 
 @dataclass
@@ -62,6 +62,10 @@ class TranslatorOptions:
     # the word that began the copy banned where it began (core.translate.copies), this many times at most;
     # the first decode (greedy, or SSBD at any β) is untouched, so β = 0 still gives greedy's first result
     copy_retries: int = 3
+    # finished text still left in the source language after the copy retry, or cut to under half
+    # (quality.is_fragment), is translated again in two halves cut where a reader would pause
+    # (clauses.halves; halves of halves at most this deep): the small model translates shorter text
+    split_broken: int = 2
 
 
 @dataclass
@@ -221,17 +225,20 @@ class LlamaTranslator:
         return self._translate_one(source, draft, final, draft_source, steer=final)
 
     def _translate_one(self, source: str, draft: list[int] | None, final: bool,
-                       draft_source: str | None, exact: bool = False, steer: bool = False) -> TranslationResult:
+                       draft_source: str | None, exact: bool = False, steer: bool = False,
+                       depth: int = 0) -> TranslationResult:
         """One piece of text, whole: SSBD or greedy, again without an example the model gave back.
         ``exact``: the draft only speeds greedy decoding (β applies nowhere). ``steer``: finished
-        text; a copy left in the source language is decoded again (:meth:`_steer_from_copy`)."""
+        text; a copy left in the source language is decoded again (:meth:`_steer_from_copy`), and
+        what is still a copy or a fragment then is translated in halves (:meth:`_translate_halves`;
+        ``depth``: how many times its text was halved already)."""
         if needs_no_translation(source):
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         opts = self.options
         span = 0 if exact else bias_span(source, draft_source, len(draft or []), opts.bias_holdback)
         result = self._translate(source, draft, final, span)
         if self.style == "few-shot":
-            echoed = echoed_example(result.text, source, opts.source_lang, opts.target_lang)
+            echoed = borrowed_example(result.text, source, opts.source_lang, opts.target_lang)
             if echoed is not None:  # it repeated an example: once more without that example in view
                 logger.info("translation of %r repeated example %d; translating again without it", source, echoed)
                 again = self._translate(source, draft, final, span, leave_out=echoed)
@@ -240,7 +247,36 @@ class LlamaTranslator:
                 result = again
         if steer and opts.copy_retries and is_copy(source, result.text, names_aside=False):
             result = self._steer_from_copy(source, result, final)
+        if steer and depth < opts.split_broken and self._broken(source, result.text):
+            result = self._translate_halves(source, result, final, depth)
         return result
+
+    def _broken(self, source: str, text: str) -> bool:
+        """Left in the source language (names counted, as the copy retry's trigger) or a fragment."""
+        return is_copy(source, text, names_aside=False) or is_fragment(source, text, self.options.target_lang)
+
+    def _translate_halves(self, source: str, whole: TranslationResult, final: bool, depth: int) -> TranslationResult:
+        """``source``, whose translation ``whole`` is still broken (:meth:`_broken`), translated as two
+        halves (:func:`core.translate.clauses.halves`), each finished text steered like a sentence, and
+        joined. The halves replace ``whole`` only where they are not broken themselves and keep every
+        name, quotation and number ``whole`` kept (:func:`core.translate.quality.kept_in`: a half alone
+        can lose a quotation's context and translate it, or make up a name); either way the result
+        carries every decode's cost."""
+        parts = halves(source)
+        if parts is None:
+            return whole
+        done = [self._translate_one(part, None, final, None, exact=True, steer=True, depth=depth + 1)
+                for part in parts]
+        seconds = whole.seconds + sum(r.seconds for r in done)
+        evaluated = whole.evaluated_tokens + sum(r.evaluated_tokens for r in done)
+        text = joiner(self.options.target_lang).join(r.text for r in done if r.text)
+        if self._broken(source, text) or not kept_in(source, whole.text) <= kept_in(source, text):
+            return dataclasses.replace(whole, seconds=seconds, evaluated_tokens=evaluated)
+        logger.info("translation of %r was broken (%r); translated in halves: %r", source, whole.text, text)
+        return TranslationResult(source, text, [t for r in done for t in r.tokens],
+                                 whole.prompt_tokens + sum(r.prompt_tokens for r in done), evaluated, seconds,
+                                 reused_tokens=sum(r.reused_tokens for r in done),
+                                 gaps=[g for r in done for g in r.gaps], unsteered=whole.unsteered or whole.text)
 
     def _steer_from_copy(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
         """The copy retry: an explicit second greedy decode of ``source`` with the word that began the
@@ -263,7 +299,7 @@ class LlamaTranslator:
             seconds += result.seconds
             evaluated += result.evaluated_tokens
             if self.style == "few-shot" and leave_out is None:
-                leave_out = opens_with_example(result.text, source, opts.source_lang, opts.target_lang)
+                leave_out = borrowed_example(result.text, source, opts.source_lang, opts.target_lang)
                 if leave_out is not None:  # it fell back on an example: the same decode without it in view
                     result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
                     seconds += result.seconds
