@@ -9,13 +9,13 @@ import pytest
 
 from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
+from core.translate.hesitations import without_hesitations
 from core.translate.prompts import borrowed_example
 from core.translate.quality import is_copy, is_fragment
 
 # Short, informal sentences the bundled model gave back in English as finished sentences before the
 # copy retry (each is a copy with ``copy_retries = 0``, asserted below).
-COPIED = ("Cheers, y'all.", "Hold on a second.", "Alright, let's get started.", "Hey, how's it going?",
-          "So, um, what do you think?")
+COPIED = ("Cheers, y'all.", "Hold on a second.", "Alright, let's get started.", "Hey, how's it going?")
 # copied before the retry, each with a name or a number that its translation keeps
 NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", ("CSA",)),
                      ("Willoughby set up Truly with Capp in 2016 and Jones, 52, joined as chairman in March.",
@@ -53,6 +53,16 @@ def test_halves_cut_where_a_reader_pauses():
         "Peter Jones 'furious' after Holly Willoughby", "pulls out of £11million deal")
 
 
+def test_hesitations_are_left_out_and_backchannels_stay():
+    assert without_hesitations("So, um, what do you think?") == "So, what do you think?"
+    assert without_hesitations("Um, yeah.") == "Yeah."
+    assert without_hesitations("Uh, I think, uh, we should, um, start.") == "I think, we should, start."
+    assert without_hesitations("Well... uh... okay.") == "Well... okay."
+    for kept in ("Mm-hmm.", "Uh-huh, right.", "Umbrellas, hummus and errands.", "Er ist hier."):
+        assert without_hesitations(kept, "en" if kept[:2] != "Er" else "de") == kept
+    assert without_hesitations("Hmm.") == "" and without_hesitations("Um, uh...") == ""
+
+
 def test_an_example_borrowed_from_the_prompt_is_told():
     assert borrowed_example("„Wir werden nicht aufgeben“, sagte die Opposition.", "However, supporters of the",
                             "en", "de") == 3
@@ -83,6 +93,13 @@ def test_a_short_informal_sentence_left_in_english_comes_back_translated(transla
     after = _translate(translator_de, sentence)
     assert after and not is_copy(sentence, after), after
     assert after.strip(" .!?").lower() != sentence.strip(" .!?").lower()
+
+
+def test_a_hesitation_is_not_translated(translator_de):
+    for said in ("Um, yeah.", "So, um, what do you think?"):  # the first came back as "Um, yeah."
+        after = _translate(translator_de, said)
+        assert after and not is_copy(said, after) and "um" not in after.lower().replace(",", " ").split(), after
+    assert _translate(translator_de, "Hmm.") == "Hmm."  # nothing else said: shown as it is
 
 
 def test_a_name_and_a_number_are_kept(translator_de):

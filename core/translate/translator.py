@@ -25,6 +25,7 @@ from ..text import joiner
 from .clauses import PieceMemo, clause_pieces, halves
 from .copies import copy_bans, copy_start
 from .decoding import Decoder
+from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
@@ -216,8 +217,13 @@ class LlamaTranslator:
         source = " ".join(source.encode("utf-8", "replace").decode("utf-8").split())
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
-        if needs_no_translation(source):  # "1.", "2024", "…": shown as it is (the draft is its tokens)
+        # hesitations are not translated ("Um, yeah." reads "Yeah."); a line of nothing else is shown as it is
+        spoken = without_hesitations(source, self.options.source_lang)
+        if draft_source:
+            draft_source = without_hesitations(draft_source, self.options.source_lang) or draft_source
+        if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
+        source = spoken
         if self.style == "few-shot" and self.options.clause_pieces:
             pieces = clause_pieces(source)
             if len(pieces) > 1:
