@@ -11,7 +11,7 @@ from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
 from core.translate.prompts import borrowed_example
-from core.translate.quality import is_copy, is_fragment
+from core.translate.quality import is_copy, is_fragment, looks_english
 
 # Short, informal sentences the bundled model gave back in English as finished sentences before the
 # copy retry (each is a copy with ``copy_retries = 0``, asserted below).
@@ -63,6 +63,15 @@ def test_hesitations_are_left_out_and_backchannels_stay():
     assert without_hesitations("Hmm.") == "" and without_hesitations("Um, uh...") == ""
 
 
+def test_english_that_is_not_the_sources_words_is_told():
+    assert looks_english("We'll be back.") and looks_english("This is the end.")
+    for german in ("Danke, Leute!", "Was ist das?", "Die Katze ist in der Küche.", "Okay, okay.",
+                   'Trump sagte in seinem "News anchor" Voice.'):
+        assert not looks_english(german), german
+    # a quotation kept as it is does not make a sentence English
+    assert not looks_english('Er sagte "what is this" dazu.', 'He said "what is this" about it.')
+
+
 def test_an_example_borrowed_from_the_prompt_is_told():
     assert borrowed_example("„Wir werden nicht aufgeben“, sagte die Opposition.", "However, supporters of the",
                             "en", "de") == 3
@@ -93,6 +102,7 @@ def test_a_short_informal_sentence_left_in_english_comes_back_translated(transla
     after = _translate(translator_de, sentence)
     assert after and not is_copy(sentence, after), after
     assert after.strip(" .!?").lower() != sentence.strip(" .!?").lower()
+    assert not looks_english(after, sentence), after  # "Cheers, y'all." once came back as "We'll be back."
 
 
 def test_a_hesitation_is_not_translated(translator_de):

@@ -66,6 +66,24 @@ def kept_as_is(source: str) -> set[str]:
     return kept
 
 
+# common English words that German, French, Spanish or Italian text does not use ("in", "an", "so",
+# "was", "will", "am", "die" are left out: German words too); "ll", "re", "ve" are the ends of "we'll" …
+_ENGLISH = frozenset(
+    "the and or but of to on at for with from by is are were be been being you he she it we they me him her us "
+    "them my your his its our their this that these those what which who where when why how not yes do does "
+    "did have has had would can could should shall may might must there here just very ll re ve".split())
+
+
+def looks_english(translation: str, source: str = "") -> bool:
+    """A translation written in English all the same, though not the source's words ("Cheers, y'all." →
+    "We'll be back."): at least two common English words, making up a third of its words or more,
+    names and quotations of ``source`` aside."""
+    kept = kept_as_is(source) if source else set()
+    words = [w for w in _words(translation) if w not in kept]
+    english = sum(w in _ENGLISH for w in words)
+    return english >= 2 and english >= len(words) / 3
+
+
 def kept_in(source: str, translation: str) -> set[str]:
     """The source's names, quoted words and numbers (:func:`kept_as_is`, and words with a digit) that
     ``translation`` keeps as they are (lower case)."""

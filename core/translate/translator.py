@@ -23,14 +23,14 @@ from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import joiner
 from .clauses import PieceMemo, clause_pieces, halves
-from .copies import copy_bans, copy_start
+from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
 from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, kept_in
+from .quality import is_copy, is_fragment, kept_in, looks_english
 
 
 @dataclass
@@ -258,8 +258,11 @@ class LlamaTranslator:
         return result
 
     def _broken(self, source: str, text: str) -> bool:
-        """Left in the source language (names counted, as the copy retry's trigger) or a fragment."""
-        return is_copy(source, text, names_aside=False) or is_fragment(source, text, self.options.target_lang)
+        """Left in the source language (names counted, as the copy retry's trigger), written in English
+        all the same (:func:`core.translate.quality.looks_english`) or a fragment."""
+        opts = self.options
+        return (is_copy(source, text, names_aside=False) or is_fragment(source, text, opts.target_lang)
+                or (opts.source_lang == "en" and opts.target_lang != "en" and looks_english(text, source)))
 
     def _translate_halves(self, source: str, whole: TranslationResult, final: bool, depth: int) -> TranslationResult:
         """``source``, whose translation ``whole`` is still broken (:meth:`_broken`), translated as two
@@ -297,6 +300,8 @@ class LlamaTranslator:
         for _ in range(opts.copy_retries):
             pieces = [self.runner.piece_of(t) for t in result.tokens]
             at = copy_start(pieces, source)
+            if at is None and looks_english(result.text, source):  # English, not the source's words: its start
+                at = next(iter(word_starts(pieces)), None)
             if at is None:
                 break
             bans = copy_bans(result.tokens, pieces, at, self.runner.tokenize)
@@ -310,8 +315,7 @@ class LlamaTranslator:
                     result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
                     seconds += result.seconds
                     evaluated += result.evaluated_tokens
-            if (not is_copy(source, result.text, names_aside=False)
-                    and not is_fragment(source, result.text, opts.target_lang)):
+            if not self._broken(source, result.text):
                 logger.info("translation of %r was left in the source language; decoded again: %r", source,
                             result.text)
                 return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
