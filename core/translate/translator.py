@@ -63,8 +63,9 @@ class TranslatorOptions:
     # the word that began the copy banned where it began (core.translate.copies), this many times at most;
     # the first decode (greedy, or SSBD at any β) is untouched, so β = 0 still gives greedy's first result
     copy_retries: int = 3
-    # finished text still left in the source language after the copy retry, or cut to under half
-    # (quality.is_fragment), is translated again in two halves cut where a reader would pause
+    # finished text still left in the source language after the copy retry, written in English all the
+    # same (quality.looks_english) or cut to under half (quality.is_fragment), is translated again in two
+    # halves cut where a reader would pause
     # (clauses.halves; halves of halves at most this deep): the small model translates shorter text
     split_broken: int = 2
 
@@ -236,7 +237,7 @@ class LlamaTranslator:
         """One piece of text, whole: SSBD or greedy, again without an example the model gave back.
         ``exact``: the draft only speeds greedy decoding (β applies nowhere). ``steer``: finished
         text; a copy left in the source language is decoded again (:meth:`_steer_from_copy`), and
-        what is still a copy or a fragment then is translated in halves (:meth:`_translate_halves`;
+        what is still broken then (:meth:`_broken`) is translated in halves (:meth:`_translate_halves`;
         ``depth``: how many times its text was halved already)."""
         if needs_no_translation(source):
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
