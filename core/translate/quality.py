@@ -71,17 +71,20 @@ def kept_as_is(source: str) -> set[str]:
 _ENGLISH = frozenset(
     "the and or but of to on at for with from by is are were be been being you he she it we they me him her us "
     "them my your his its our their this that these those what which who where when why how not yes do does "
-    "did have has had would can could should shall may might must there here just very ll re ve".split())
+    "did have has had would can could should shall may might must there here just very ll re ve "
+    # what a speaker says alone (a reply, a goodbye): none of them a word of those languages either
+    "yeah yep yup yes bye goodbye thanks thank please think know right sure well really".split())
 
 
 def looks_english(translation: str, source: str = "") -> bool:
     """A translation written in English all the same, though not the source's words ("Cheers, y'all." →
-    "We'll be back."): at least two common English words, making up a third of its words or more,
-    names and quotations of ``source`` aside."""
+    "We'll be back.") or the source's own ("Bye." → "Bye."): at least two common English words (one in
+    a reply of one or two words: "Oh, bye."), making up a third of its words or more, names and
+    quotations of ``source`` aside."""
     kept = kept_as_is(source) if source else set()
     words = [w for w in _words(translation) if w not in kept]
     english = sum(w in _ENGLISH for w in words)
-    return english >= 2 and english >= len(words) / 3
+    return english >= (1 if len(words) <= 2 else 2) and english >= len(words) / 3
 
 
 def kept_in(source: str, translation: str) -> set[str]:
@@ -89,6 +92,14 @@ def kept_in(source: str, translation: str) -> set[str]:
     ``translation`` keeps as they are (lower case)."""
     keep = kept_as_is(source) | {w for w in _words(source) if any(ch.isdigit() for ch in w)}
     return keep & set(_words(translation))
+
+
+def keeps_numbers(source: str, before: str, after: str) -> bool:
+    """``after`` keeps every number of ``source`` that ``before`` kept (words with a digit: "52",
+    "2016", "£11million"). Names are not held to it: a country or a month is translated ("Italy" →
+    "Italien", "June" → "Juni"), and a capitalised word is not always a name."""
+    had = {w for w in kept_in(source, before) if any(ch.isdigit() for ch in w)}
+    return had <= kept_in(source, after)
 
 
 # a quotation: in double quotes of any kind, or in single quotes that do not touch a word ('furious', not y'all)

@@ -30,7 +30,7 @@ from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, kept_in, looks_english
+from .quality import is_copy, is_fragment, keeps_numbers, kept_in, looks_english
 
 
 @dataclass
@@ -252,7 +252,8 @@ class LlamaTranslator:
                 again.seconds += result.seconds
                 again.evaluated_tokens += result.evaluated_tokens
                 result = again
-        if steer and opts.copy_retries and is_copy(source, result.text, names_aside=False):
+        if steer and opts.copy_retries and (is_copy(source, result.text, names_aside=False)
+                                            or self._english(source, result.text)):
             result = self._steer_from_copy(source, result, final)
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
@@ -261,9 +262,14 @@ class LlamaTranslator:
     def _broken(self, source: str, text: str) -> bool:
         """Left in the source language (names counted, as the copy retry's trigger), written in English
         all the same (:func:`core.translate.quality.looks_english`) or a fragment."""
+        return (is_copy(source, text, names_aside=False) or is_fragment(source, text, self.options.target_lang)
+                or self._english(source, text))
+
+    def _english(self, source: str, text: str) -> bool:
+        """An English source's translation written in English all the same (:func:`core.translate.quality.
+        looks_english`), a short reply left as it was ("Yeah." → "Yeah.") too."""
         opts = self.options
-        return (is_copy(source, text, names_aside=False) or is_fragment(source, text, opts.target_lang)
-                or (opts.source_lang == "en" and opts.target_lang != "en" and looks_english(text, source)))
+        return opts.source_lang == "en" and opts.target_lang != "en" and looks_english(text, source)
 
     def _translate_halves(self, source: str, whole: TranslationResult, final: bool, depth: int) -> TranslationResult:
         """``source``, whose translation ``whole`` is still broken (:meth:`_broken`), translated as two
@@ -291,35 +297,44 @@ class LlamaTranslator:
     def _steer_from_copy(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
         """The copy retry: an explicit second greedy decode of ``source`` with the word that began the
         copied run banned where it began (:mod:`core.translate.copies`), again with the bans so far
-        while it still copies (``options.copy_retries`` decodes at most). The first retry that is
-        neither a copy nor a fragment of the sentence is the translation (with every decode's cost); if
-        none, ``first`` stays."""
+        while it still copies (``options.copy_retries`` decodes at most). The first retry that is not
+        broken (:meth:`_broken`) and keeps the numbers ``first`` kept
+        (:func:`core.translate.quality.keeps_numbers`) is the translation (with every decode's cost); if
+        none, ``first`` stays. A retry that dropped a number is not steered on from: the ban moves to
+        the next word of the decode it came from, so the words before it, the number among them, stay."""
         opts = self.options
         banned: dict[int, set[int]] = {}
-        result, seconds, evaluated = first, first.seconds, first.evaluated_tokens
+        base, seconds, evaluated = first, first.seconds, first.evaluated_tokens  # base: steered from
         leave_out = None
+        moved_to = None  # where the ban goes instead, in base, after a retry that dropped a number
         for _ in range(opts.copy_retries):
-            pieces = [self.runner.piece_of(t) for t in result.tokens]
-            at = copy_start(pieces, source)
-            if at is None and looks_english(result.text, source):  # English, not the source's words: its start
+            pieces = [self.runner.piece_of(t) for t in base.tokens]
+            at = moved_to if moved_to is not None else copy_start(pieces, source)
+            if at is None and looks_english(base.text, source):  # English, not the source's words: its start
                 at = next(iter(word_starts(pieces)), None)
             if at is None:
                 break
-            bans = copy_bans(result.tokens, pieces, at, self.runner.tokenize)
-            banned.setdefault(at, set()).update(bans)
-            result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
+            tried = {k: set(v) for k, v in banned.items()}
+            tried.setdefault(at, set()).update(copy_bans(base.tokens, pieces, at, self.runner.tokenize))
+            result = self._translate(source, None, final, 0, leave_out=leave_out, banned=tried)
             seconds += result.seconds
             evaluated += result.evaluated_tokens
             if self.style == "few-shot" and leave_out is None:
                 leave_out = borrowed_example(result.text, source, opts.source_lang, opts.target_lang)
                 if leave_out is not None:  # it fell back on an example: the same decode without it in view
-                    result = self._translate(source, None, final, 0, leave_out=leave_out, banned=banned)
+                    result = self._translate(source, None, final, 0, leave_out=leave_out, banned=tried)
                     seconds += result.seconds
                     evaluated += result.evaluated_tokens
+            if not keeps_numbers(source, first.text, result.text):
+                moved_to = next((i for i in word_starts(pieces) if i > at), None)
+                if moved_to is None:
+                    break
+                continue
             if not self._broken(source, result.text):
                 logger.info("translation of %r was left in the source language; decoded again: %r", source,
                             result.text)
                 return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
+            base, banned, moved_to = result, tried, None
         return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
 
     def _translate_pieces(self, source: str, pieces: list[str], draft: list[int] | None, final: bool,
