@@ -11,7 +11,7 @@ from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
 from core.translate.prompts import borrowed_example
-from core.translate.quality import is_copy, is_fragment, looks_english
+from core.translate.quality import is_copy, is_fragment, keeps_numbers, looks_english
 
 # Short, informal sentences the bundled model gave back in English as finished sentences before the
 # copy retry (each is a copy with ``copy_retries = 0``, asserted below).
@@ -76,6 +76,14 @@ def test_english_that_is_not_the_sources_words_is_told():
         assert looks_english(english), english
     for german in ("Okay.", "Cool.", "Ja.", "Tschüss.", "Danke, Sir."):
         assert not looks_english(german), german
+
+
+def test_a_retry_that_drops_a_number_is_told():
+    source = "Willoughby set up Truly with Capp in 2016 and Jones, 52."
+    assert keeps_numbers(source, source, "Willoughby gründete 2016 Truly mit Capp und Jones, 52.")
+    assert not keeps_numbers(source, source, "Willoughby gründete Truly mit Capp und Jones, 52.")
+    assert keeps_numbers(source, "Willoughby set up Truly.", "Willoughby gründete Truly.")  # none kept before
+    assert keeps_numbers("It won in Italy.", "It won in Italy.", "Es gewann in Italien.")  # names are not held to it
 
 
 def test_an_example_borrowed_from_the_prompt_is_told():
