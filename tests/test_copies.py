@@ -16,7 +16,7 @@ from core.translate.quality import is_copy, is_fragment, keeps_numbers, looks_en
 # Short, informal sentences the bundled model gave back in English as finished sentences before the
 # copy retry (each is a copy with ``copy_retries = 0``, asserted below).
 COPIED = ("Cheers, y'all.", "Hold on a second.", "Alright, let's get started.", "Hey, how's it going?")
-# one-word replies the first decode gave back in English ("Bye." → "Bye.", "Yeah." → "Yeah, I think so.")
+# one-word replies the first decode gives back as they are ("Bye." → "Bye.", "Yeah." → "Yeah.")
 REPLIES = ("Yeah.", "Bye.", "Yep.")
 # copied before the retry (names counted), each with a name or a number that its translation keeps
 NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", ("CSA",)),
