@@ -420,6 +420,8 @@ class LiveRun:
     dropped: int
     fallbacks: int
     fell_behind: object
+    merges: int
+    carried: int
     draft_s: float
     verify_s: float
     drafter_lines: list[tuple[str, bool]] = field(default_factory=list)
@@ -479,7 +481,8 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
                       speech_segments(events, audio_s), [t for words in decodes for t in timed_tokens(words)],
                       inner.options.pre_roll_s)
     return LiveRun(committed, trace, recorder.frames, cpu, audio_s, len(verified or []), len(dropped),
-                   getattr(transcriber, "fallbacks", 0), summary.get("fell_behind"), inner.decode_seconds,
+                   getattr(transcriber, "fallbacks", 0), summary.get("fell_behind"), getattr(transcriber, "merges", 0),
+                   getattr(transcriber, "carried", 0), inner.decode_seconds,
                    getattr(transcriber, "verify_seconds", 0.0), drafter, log,
                    sum(1 for x in verified or [] if not x.fallback and collapsed(x.words[x.kept[0]:x.kept[1]])),
                    line_tokens(recorder.lines), line_tokens(drafter_lines))
@@ -503,7 +506,8 @@ def decode_offline(engine, audio: np.ndarray) -> tuple[str, list]:
 # -- the run ---------------------------------------------------------------------------------
 ROW_KEYS = ("recording", "split", "config", "round", "audio_s", "ref_words", "words_out", "wer", "sub", "del",
             "ins", "cpu_per_audio_s", "first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90",
-            "lines", "dropped_lines", "fallbacks", "fell_behind", "reliable_words", "lost", "lost_words",
+            "lines", "dropped_lines", "merged_lines", "carried_lines", "fallbacks", "fell_behind", "reliable_words",
+            "lost", "lost_words",
             "repeats", "drafter", "drafter_repeats", "draft_s_per_audio_s", "verify_s_per_audio_s", "transcript",
             "collapsed_lines", "drafter_transcript", "line_log")
 
@@ -559,6 +563,7 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
                 losses = classify_losses(ref, offline, live.trace)
                 drafted = [w for words, _dropped in live.trace.drafter_lines for w in words]
                 row.update(latencies(live.frames, ref, heard), lines=live.lines, dropped_lines=live.dropped,
+                           merged_lines=live.merges, carried_lines=live.carried,
                            fallbacks=live.fallbacks, fell_behind=live.fell_behind, reliable_words=len(heard),
                            lost={k: sum(1 for x in losses if x.kind == k) for k in LOSS_KINDS},
                            lost_words=[{**asdict(x), "context": " ".join(ref[max(0, x.index - 3):x.index + 4])}
@@ -606,7 +611,8 @@ def totals(rows: list[dict]) -> list[dict]:
             total["reliable_words"] = sum(r["reliable_words"] for r in group)
             total["lost"] = {k: sum(r["lost"][k] for r in group) for k in LOSS_KINDS}
             total["repeats"] = sum(len(r["repeats"]) for r in group)
-            total["dropped_lines"] = sum(r["dropped_lines"] for r in group)
+            for k in ("dropped_lines", "merged_lines", "carried_lines"):
+                total[k] = sum(r[k] for r in group)
             drafter = {k: sum(r["drafter"][k] for r in group) for k in ("words_out", "sub", "del", "ins")}
             errors = drafter["sub"] + drafter["del"] + drafter["ins"]
             total["drafter"] = {**drafter, "wer": round(errors / ref, 4) if ref else None}
@@ -644,13 +650,15 @@ def table(result: dict) -> str:
                    f"{f(r['committed_p90'])} | {lost(r)}{heard} | "
                    f"{'–' if r['repeats'] is None else len(r['repeats'])} |")
     out += ["", "| total | recordings | audio s | words out / ref | WER | S | D | I | CPU-s/audio-s | lost | "
-            "committed twice | dropped lines |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "committed twice | lines dropped / merged / carried |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t in result["totals"]:
         name = t["config"] + (f" (round {t['round']})" if t["round"] else "")
         heard = f" of {t['reliable_words']}" if "reliable_words" in t else ""
         out.append(f"| {name} | {t['recordings']} | {t['audio_s']} | {t['words_out']} / {t['ref_words']} | "
                    f"{f(t['wer'], '{:.1%}')} | {t['sub']} | {t['del']} | {t['ins']} | {f(t['cpu_per_audio_s'])} | "
-                   f"{lost(t)}{heard} | {t.get('repeats', '–')} | {t.get('dropped_lines', '–')} |")
+                   f"{lost(t)}{heard} | {t.get('repeats', '–')} | {t.get('dropped_lines', '–')} / "
+                   f"{t.get('merged_lines', '–')} / {t.get('carried_lines', '–')} |")
     live = [r for r in result["rows"] if r.get("drafter")] + [t for t in result["totals"] if t.get("drafter")]
     if live:
         out += ["", "The drafter's lines before verification (every line it finished, dropped ones too), against "

@@ -22,7 +22,11 @@ DATA = ROOT.parent / "shared" / "data" / "gathered" / "conversation"
 # decode, MUL1423's from the drafter's: its window said again at one instant became a line of its own)
 CALLS = [("SNG1640", (35.0, 80.0)), ("MUL1423", (92.0, 120.0))]
 REPEAT_N = 4  # a run of this many words said once and committed twice
-MISSING_MAX = 3  # words both models hear offline that the committed text may lack
+# words both models hear offline that the committed text may lack: base, decoding a line with 2 s of context, hears a
+# few otherwise than in 30 s windows ("let me" as "we", "get" as "give"; 1 to 4 in these timings on AVX2 and AVX-512
+# kernels); a line dropped or kept unverified loses more (SNG1640 at 0.5 s on AVX-512 before lines were merged or
+# carried: 5)
+MISSING_MAX = 4
 # tiny.en alone hears a few words otherwise than offline without losing a stretch ("entrance fee" as
 # "intrancy", "okay okay" as one); a stretch lost to a stall is ten words or more
 MISSING_MAX_ALONE = 5

@@ -251,6 +251,35 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     assert select_line(words, verified, 3.5, "subeck", 5.1, VerifyOptions()) == (12, 17)
 
 
+def test_a_line_the_decode_before_heard_past_its_own_line_is_carried():
+    """Two decodes that disagree on where one line ends lose the words between them: base's decode of
+    SNG1640's "Um..." line (a real call, AVX-512 kernels) heard "… reasonable. Very reasonable.", the
+    drafter's line ended after "Very", and the next line's decode ("Very reasonable.") timed its only
+    "reasonable." at its window's first instant, before what was verified: nothing new. The words the
+    decode before heard past its line, up to the drafter's last word, are that line."""
+    from core.asr.verified import VerifiedLine, VerifyOptions, carried_range
+    from core.stream import Sentence
+
+    def w(start, end, text):
+        return Word(start, end, " " + text, 0.9)
+
+    heard = [w(16.15, 17.5, "Okay,"), w(17.55, 17.63, "one"), w(17.63, 17.89, "part"), w(17.89, 18.19, "that's"),
+             w(18.19, 18.27, "each"), w(18.27, 18.57, "touch"), w(18.57, 19.1, "reasonable."),
+             w(20.03, 20.61, "Very"), w(20.61, 21.02, "reasonable.")]
+    before = VerifiedLine(Sentence(7, "Very", 20.03, 20.61), "Um...", 16.15, 21.5, "", heard, (7, 8))
+    verified = heard[6:8]
+    # the next line, "Very reasonable." (20.86-21.18): its last word is the one past the line before
+    assert carried_range(before, verified, 20.61, "reasonable", 21.18, VerifyOptions()) == (8, 9)
+    # a drafter's line the decode before did not hear past its own: nothing carried
+    assert carried_range(before, verified, 20.61, "thing", 24.4, VerifyOptions()) is None
+    assert carried_range(dataclasses.replace(before, kept=(7, 9)), heard[6:9], 21.02, "reasonable", 21.18,
+                         VerifyOptions()) is None
+    # a decode that loops is not heard past its line
+    looping = heard[:8] + [w(20.61 + 0.01 * i, 20.62 + 0.01 * i, "reasonable.") for i in range(40)]
+    assert carried_range(dataclasses.replace(before, words=looping), verified, 20.61, "reasonable", 21.18,
+                         VerifyOptions()) is None
+
+
 def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, sonnet, shared):
     """A verifier decode that falls into a loop after the line (sonnet001 with AVX-512 kernels: "…
     self-substantial fuel, making a fa - - - - …") still verifies the line's words before the loop;

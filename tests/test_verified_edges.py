@@ -160,6 +160,67 @@ def test_a_pause_verifies_the_held_lines_and_an_abort_marks_them(verified_engine
         assert all(u.drafts for u in updates)
 
 
+class SilencedEngine(HookedEngine):
+    """The real engine, its ``n``-th verifier decode given silence for the audio: the real verifier
+    then hears no words where the drafter heard a line (as base's decode fell into a loop from its first
+    word on a line of a real call, SNG1640 with AVX-512 kernels: "Okay, one more. Okay, one more. …")."""
+
+    def __init__(self, engine, n: int) -> None:
+        super().__init__(engine, lambda _: None)
+        self.n = n
+        self.silenced = None
+
+    def verify(self, audio, *args, **kwargs):
+        self.calls += 1
+        if self.calls != self.n:
+            return self.engine.verify(audio, *args, **kwargs)
+        import numpy as np
+
+        self.silenced = self.engine.verify(np.zeros_like(audio), *args, **kwargs)
+        return self.silenced
+
+
+def test_a_line_whose_decode_holds_no_words_is_verified_again_with_the_next(verified_engine, shared):
+    """A held line whose verifier decode holds no words (or loops into the line) is not committed as the
+    drafter heard it while another line follows: the two are verified as one, by a decode with more
+    audio, and committed verified (``merges``). Only where that fails too, or the stream ends first,
+    is the drafter's line committed unverified."""
+    from core.asr.streaming import degenerate
+    from core.asr.verified import make_transcriber
+    from core.audio import decode_file
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    engine = SilencedEngine(verified_engine, n=2)
+    transcriber = make_transcriber(engine, streaming_options(Settings()))
+    updates, finished = [], []
+    drafter = transcriber.transcriber
+
+    def noting(step):  # the drafter's finished lines, as it finishes them
+        def noted(*args):
+            update = step(*args)
+            finished.extend(s.text for s in (update.sentences if update is not None else []))
+            return update
+        return noted
+
+    drafter.process, drafter.finish = noting(drafter.process), noting(drafter.finish)
+    for i in range(0, len(audio), 8000):
+        updates += transcriber.push(audio[i:i + 8000])
+    updates.append(transcriber.finish())
+
+    assert engine.silenced is not None and (not engine.silenced.words or degenerate(engine.silenced.text))
+    committed = [s for u in updates for s in u.sentences]
+    for line in transcriber.lines:
+        print(f"{line.drafted!r} -> {line.sentence.text!r} verified={line.sentence.verified}")
+    assert transcriber.merges == 1 and transcriber.fallbacks == 0 and transcriber.unverified == 0
+    assert all(s.verified is True for s in committed)
+    joined = [x for x in transcriber.lines if x.drafted.count(" ") and x.drafted == " ".join(finished[1:3])]
+    assert joined, (finished, [x.drafted for x in transcriber.lines])
+    assert joined[0].sentence.text and joined[0].kept[0] < joined[0].kept[1]
+    assert len(transcriber.lines) + len(transcriber.dropped) + transcriber.merges == len(finished)
+
+
 def test_a_failing_verifier_loses_no_line_and_says_so_once(verified_engine, shared, tmp_path):
     from core.audio import FileSource
     from core.errors import ModelMemoryError

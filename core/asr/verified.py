@@ -28,11 +28,16 @@ What is promised: every line committed as verified (``Sentence.verified``) is a 
 the verifier's own greedy words for the audio it decoded and the prompt it was given
 (:class:`VerifiedLine` keeps both, so a test decodes them again). Where the verifier's decode holds
 no words at all, or falls into a loop (dashes, dots, a phrase over and over) before the line's last
-word, the drafter's line is committed instead, marked unverified and counted as a fallback; a loop
-after the line's words leaves them verified. Where the decode holds words but none new in the line
-(the words were verified with the line before, or the verifier heard none where the drafter heard
-the line), nothing is committed for the line (:attr:`LineVerifier.dropped`): that is the verifier's
-greedy output, and committing the drafter's line there commits junk or a line twice.
+word, the line stays held and is verified again together with the drafter's next line (once: a
+decode over both lines, with more audio, seldom loops where one did; ``merges``), or alone where
+no line has followed within ``retry_after_s``; where that decode fails the same way, or the stream
+ends first, the drafter's line is committed instead, marked unverified and counted as a fallback. A loop after the line's words leaves them
+verified. Where the decode holds words but none new in the line (the words were verified with the
+line before, or the verifier heard none where the drafter heard the line), the line is what the
+decode before it heard past its own line, up to the drafter's last word, where it heard that
+(``carried``: the two decodes disagreed on where one line ends); else nothing is committed for the
+line (:attr:`LineVerifier.dropped`): that is the verifier's greedy output, and committing the
+drafter's line there commits junk or a line twice.
 
 Nothing the drafter finished is lost: a line leaves the held ones only when it is committed or
 dropped. A quick Stop (:meth:`LineVerifier.abort`) never waits for the verifier: the lines still
@@ -79,6 +84,9 @@ class VerifyOptions:
     preroll_s: float = 0.6  # a line after such a pause is decoded from this long before its first word
     anchor_s: float = 0.7  # the drafter's last word is looked for this near its end time
     late_probability: float = 0.3  # words after the line's end below this probability are dropped
+    # a line whose decode looped or held no words waits for the next line to be verified with it, but no longer
+    # than until this much audio after it has arrived: then it is decoded again alone, with that audio after it
+    retry_after_s: float = 3.0
     max_window_s: float = 28.0  # at most this much audio per verifier decode (Whisper reads 30 s)
     keep_s: float = 45.0  # recent audio kept for verification
     prompt_chars: int = 200  # the verified text before the decoded audio given as its prompt (0: none)
@@ -191,6 +199,25 @@ def _after_heard_again(keys: list[str], first: int, tail: list[str]) -> int:
     return first
 
 
+def carried_range(before: VerifiedLine, verified: list[Word], after: float, drafted_last: str, line_end: float,
+                  options: VerifyOptions) -> tuple[int, int] | None:
+    """Where the decode of the line ``before`` went on past that line into the next one's words, up to
+    the drafter's last word ``drafted_last`` of the next line (ending at ``line_end``): those words'
+    indices in ``before.words`` (as :func:`select_line` picks them after ``after``), or None. Used
+    where the next line's own decode has nothing new: the two decodes disagreed on where one line
+    ends, and the words between them were lost (SNG1640: "Very" ended one line, "reasonable." was
+    past its end, and the next decode heard no "reasonable" after "Very"). They are the verifier's
+    greedy words for that decode's audio and prompt, so the line is verified."""
+    if not drafted_last or degenerate("".join(w.text for w in before.words)):
+        return None  # (where a decode loops, only its words before the loop are heard: not past its line)
+    offset = before.kept[1]
+    heard = before.words[offset:max(offset, collapse_start(before.words))]
+    first, last = select_line(heard, verified, after, drafted_last, line_end, options)
+    if first == last or difflib.SequenceMatcher(None, word_key(heard[last - 1].text), drafted_last).ratio() < 0.7:
+        return None
+    return offset + first, offset + last
+
+
 def before_loop(words: list[Word]) -> int:
     """How many of a degenerate decode's words come before its loop: the longest run of leading
     words that is not degenerate itself, less the bare punctuation at its end (where a loop of
@@ -223,6 +250,11 @@ def unrepeat(words: list[Word]) -> list[Word]:
 class _Pending:
     sentence: Sentence
     drafted_last: str
+    merged: bool = False  # two drafter lines held as one, after the first's decode looped or held no words
+    waiting: bool = False  # its decode looped: it waits for the next line to be verified with it
+
+
+_MERGE = object()  # _verify's answer for a line to be verified again together with the next one
 
 
 class LineVerifier:
@@ -251,6 +283,8 @@ class LineVerifier:
         self.lines: list[VerifiedLine] = []
         self.dropped: list[VerifiedLine] = []  # drafter's lines the verifier heard nothing new in (none committed)
         self.fallbacks = 0
+        self.merges = 0  # lines whose decode looped or held no words, verified again with the next line
+        self.carried = 0  # lines the verifier heard in the decode before theirs (see _carried)
         self.unverified = 0  # lines committed as the drafter heard them (Stop, a verifier failure, a fallback)
         self.failures = 0  # verifier decodes that failed (an error, not a stop)
         self.verify_seconds = 0.0
@@ -276,7 +310,7 @@ class LineVerifier:
         self.transcriber.insert_audio(chunk)
 
     def process(self) -> TranscriptUpdate | None:
-        if self._pending and self._ready(self._pending[0].sentence) and self.transcriber.decode_due():
+        if self._pending and self._due(self._pending[0]) and self.transcriber.decode_due():
             # the verifier's decode reads the newest audio too: this step verifies, and the drafter's
             # decode waits for the next step (one drafter decode fewer per line)
             return self._after(None, final=False)
@@ -310,17 +344,31 @@ class LineVerifier:
             # a line leaves the held ones only once it is committed (or dropped): a Stop that interrupts
             # its verification leaves it held, and finish() then commits it as the drafter heard it
             pending = self._pending[0]
+            if pending.waiting:
+                if len(self._pending) > 1:
+                    self._merge_next()
+                    continue
+                if not final and not self._due(pending):
+                    break
+                pending.merged = True  # no next line in time: decoded again alone, with more audio after it
             if self.transcriber.aborted.is_set():
                 sentence = self._as_drafted(pending)
             else:
                 try:
-                    sentence = self._verify(pending)
+                    may_merge = not pending.merged and (not final or len(self._pending) > 1)
+                    sentence = self._verify(pending, may_merge)
                 except Interrupted:
                     if not final:
                         break
                     sentence = self._as_drafted(pending)  # the end of the stream: nothing stays held
                 except Exception as exc:  # a failing verifier must not lose the line
                     sentence = self._after_failure(pending, exc)
+            if sentence is _MERGE:
+                if len(self._pending) > 1:
+                    self._merge_next()
+                else:
+                    pending.waiting = True
+                continue
             self._pending.pop(0)
             if sentence is not None:
                 done.append(sentence)
@@ -337,6 +385,16 @@ class LineVerifier:
                                 tentative_words=base.tentative_words,
                                 held=tuple(p.sentence.text for p in self._pending), drafts=True)
 
+    def _merge_next(self) -> None:
+        """The first held line joins the next one: they are verified as one line (the drafter's
+        words of both, the next one's last word as the anchor)."""
+        a, b = self._pending[0].sentence, self._pending[1].sentence
+        joined = Sentence(a.index, f"{a.text} {b.text}".strip(), a.start, b.end, b.speaker, verified=b.verified)
+        self._pending[1:2] = []
+        self._pending[0] = _Pending(joined, self._pending[0].drafted_last if not b.text.split() else
+                                    word_key(b.text.split()[-1]), merged=True)
+        self.merges += 1
+
     def _after_failure(self, pending: _Pending, exc: Exception) -> Sentence:
         """A verifier decode failed (out of memory, a broken model): the line is committed as the
         drafter heard it, marked unverified, and the first failure is told in one sentence."""
@@ -346,6 +404,13 @@ class LineVerifier:
             self._on_problem(f"The speech verifier failed ({exc}); lines it cannot check are kept as first "
                              "heard and marked unverified.")
         return self._as_drafted(pending)
+
+    def _due(self, pending: _Pending) -> bool:
+        """Whether a held line is to be verified now: ready, and where its decode looped, no longer
+        waiting for the next line (one has finished, or ``retry_after_s`` after it has arrived)."""
+        if pending.waiting:
+            return len(self._pending) > 1 or self._received >= pending.sentence.end + self.verify_options.retry_after_s
+        return self._ready(pending.sentence)
 
     def _ready(self, sentence: Sentence) -> bool:
         """Whether a held line can be verified now: ``lookahead_s`` after its end has arrived, and
@@ -371,7 +436,7 @@ class LineVerifier:
                 return start
         return max(0.0, lines[0].start - opts.preroll_s)
 
-    def _verify(self, pending: _Pending) -> Sentence | None:
+    def _verify(self, pending: _Pending, may_merge: bool = False):
         opts = self.verify_options
         s = pending.sentence
         end = self._received
@@ -406,6 +471,9 @@ class LineVerifier:
         if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
+            carried = self._carried(pending, after)
+            if carried is not None:
+                return carried
             self._cut = max(self._cut, s.end)
             self._last_end = s.end
             self.dropped.append(record)
@@ -413,6 +481,10 @@ class LineVerifier:
                         hypothesis.text[:80], s.text)
             return None
         if (looped and last >= looped_from) or cut_short or not line:  # empty, or a loop reaching into the line
+            if may_merge:
+                logger.info("verifier gave %r for the line %r; verifying it again with the next line",
+                            hypothesis.text[:80], s.text)
+                return _MERGE
             self.fallbacks += 1
             record.fallback = True
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
@@ -423,11 +495,34 @@ class LineVerifier:
         self.lines.append(record)
         return sentence
 
+    def _carried(self, pending: _Pending, after: float) -> Sentence | None:
+        """The line as the decode before it heard it (:func:`carried_range`), committed as verified."""
+        s = pending.sentence
+        if not self.lines or self.lines[-1].fallback or s.end <= after:
+            return None  # (a line ending before what is verified is one said again, not new words)
+        before = self.lines[-1]
+        kept = carried_range(before, self._verified_words, after, pending.drafted_last, s.end, self.verify_options)
+        if kept is None:
+            return None
+        record = VerifiedLine(s, s.text, before.start, before.end, before.prompt, before.words, kept,
+                              drafted_end=s.end, drafted_start=s.start)
+        record.sentence = self._emit(s, unrepeat(list(before.words[kept[0]:kept[1]])), verified=True)
+        self.lines.append(record)
+        self.carried += 1
+        logger.info("the line %r was heard by the decode before it: %r", s.text, record.sentence.text)
+        return record.sentence
+
     def _as_drafted(self, pending: _Pending) -> Sentence:
         """The line as the drafter heard it, committed and marked unverified (and counted)."""
         s = pending.sentence
         self.unverified += 1
-        return self._emit(s, [Word(s.start, s.end, " " + s.text)], verified=False)
+        # word by word (times spread over the line): the verified tail is compared word by word with the
+        # next decode (_after_heard_again); as one "word", the line before it looked like the tail's end,
+        # and a phrase said again after the line ("… after 2.30 in the morning, is that correct?") was skipped
+        said = s.text.split() or [s.text]
+        step = (s.end - s.start) / len(said)
+        return self._emit(s, [Word(s.start + i * step, s.start + (i + 1) * step, " " + t) for i, t in enumerate(said)],
+                          verified=False)
 
     def _emit(self, drafted: Sentence, words: list[Word], verified: bool) -> Sentence:
         text = "".join(w.text for w in words).strip()
