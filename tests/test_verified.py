@@ -112,6 +112,35 @@ def test_the_context_reaches_back_over_a_short_pause_and_not_over_a_long_one(ver
     assert short >= 1 and long >= 1, [(x.drafted, x.drafted_start, x.drafted_end, x.start) for x in lines]
 
 
+def test_a_stretch_no_drafter_line_holds_is_no_pause_where_the_verifier_heard_it():
+    """After a stall (the CPU taken, then 12 s of a real call at once, SNG1640 with AVX2 kernels) tiny.en's
+    lines went from "Can I please get the entrance fee?" (to 10.8 s) to "Okay, one part." (from 15.0 s):
+    "Entrance fee, can let me have a look. It will cost you one pound." was in no line. The 4.2 s between
+    the lines looked like a pause, so the next decode started just before its line and the stretch was
+    lost, though base's decode of the line before had heard it. Where that decode heard two words or more
+    between the lines, the next one reads them; where it heard none, the time is a pause."""
+    from core.asr.verified import LineVerifier, VerifiedLine
+    from core.stream import Sentence
+
+    def w(start, text):
+        return Word(start, start + 0.3, " " + text, 0.9)
+
+    said = [w(7.36, "Can"), w(8.0, "I"), w(8.16, "please"), w(8.52, "get"), w(8.78, "the"), w(9.46, "entrance"),
+            w(9.98, "fee?")]
+    heard_after = [w(11.24, "Entrance"), w(11.88, "fee,"), w(12.82, "can"), w(12.92, "let"), w(13.06, "me"),
+                   w(13.16, "have"), w(13.36, "a"), w(13.54, "look."), w(14.56, "It"), w(14.72, "will")]
+    next_line = Sentence(9, "Okay, one part.", 15.0, 17.96)
+    for after_line, reaches_back in ((heard_after, True), ([], False)):
+        verifier = LineVerifier(None, None)
+        words = said + after_line
+        line = Sentence(8, "Can I please get the entrance fee?", 7.36, 10.28)
+        verifier.lines = [VerifiedLine(line, "Can I please get the entrance fee?", 2.54, 20.0, "", words, (0, 7))]
+        verifier._verified_words = list(said)
+        verifier._cut, verifier._last_end = 10.8, 10.8
+        start = verifier._context_start(next_line)
+        assert (start < 10.8) == reaches_back, (start, after_line)
+
+
 def test_a_line_after_a_pause_can_wait_for_a_longer_window(verified_engine, shared):
     """With ``min_window_s`` no line is decoded with less audio than that, save at the end of the
     stream; without it, the first line of mfa_acoustic_corpus is decoded with under 6 s."""

@@ -29,15 +29,15 @@ the verifier's own greedy words for the audio it decoded and the prompt it was g
 (:class:`VerifiedLine` keeps both, so a test decodes them again). Where the verifier's decode holds
 no words at all, or falls into a loop (dashes, dots, a phrase over and over) before the line's last
 word, the line stays held and is verified again together with the drafter's next line (once: a
-decode over both lines, with more audio, seldom loops where one did; ``merges``), or alone where
-no line has followed within ``retry_after_s``; where that decode fails the same way, or the stream
-ends first, the drafter's line is committed instead, marked unverified and counted as a fallback. A loop after the line's words leaves them
-verified. Where the decode holds words but none new in the line (the words were verified with the
-line before, or the verifier heard none where the drafter heard the line), the line is what the
-decode before it heard past its own line, up to the drafter's last word, where it heard that
-(``carried``: the two decodes disagreed on where one line ends); else nothing is committed for the
-line (:attr:`LineVerifier.dropped`): that is the verifier's greedy output, and committing the
-drafter's line there commits junk or a line twice.
+decode over both lines, with more audio, seldom loops where one did; ``merges``), or alone where no
+line has followed within ``retry_after_s``; where that decode fails the same way, or the stream ends
+first, the drafter's line is committed instead, marked unverified and counted as a fallback. A loop
+after the line's words leaves them verified. Where the decode holds words but none new in the line
+(the words were verified with the line before, or the verifier heard none where the drafter heard
+the line), the line is what the decode before it heard past its own line, up to the drafter's last
+word, where it heard that (``carried``: the two decodes disagreed on where one line ends); else
+nothing is committed for the line (:attr:`LineVerifier.dropped`): that is the verifier's greedy
+output, and committing the drafter's line there commits junk or a line twice.
 
 Nothing the drafter finished is lost: a line leaves the held ones only when it is committed or
 dropped. A quick Stop (:meth:`LineVerifier.abort`) never waits for the verifier: the lines still
@@ -426,7 +426,7 @@ class LineVerifier:
         silence alone is no context)."""
         opts = self.verify_options
         lines = [x.sentence for x in self.lines]
-        if not lines or sentence.start - self._last_end > opts.pause_s:
+        if not lines or (sentence.start - self._last_end > opts.pause_s and not self._heard_before(sentence.start)):
             return max(self._cut, sentence.start - opts.preroll_s)
         for i in range(len(lines) - 1, 0, -1):  # take line i, then see whether that is enough
             if lines[i].start - lines[i - 1].end > opts.pause_s:
@@ -435,6 +435,18 @@ class LineVerifier:
             if sentence.start - start >= opts.context_s:
                 return start
         return max(0.0, lines[0].start - opts.preroll_s)
+
+    def _heard_before(self, start: float) -> bool:
+        """Whether the last verified line's decode heard speech after that line and before ``start``
+        (two words or more): then the drafter's lines skipped it (after a stall, its decode of all
+        the audio since at once can leave a stretch in no line), and the time between the lines is
+        no pause: the next decode reads it, so its words are committed rather than lost."""
+        before = self.lines[-1]
+        if before.fallback or degenerate("".join(w.text for w in before.words)):
+            return False
+        rest = before.words[before.kept[1]:max(before.kept[1], collapse_start(before.words))]
+        return sum(1 for w in rest if _SPOKEN.search(w.text) and (w.start + w.end) / 2 > self._cut
+                   and w.end < start) >= 2
 
     def _verify(self, pending: _Pending, may_merge: bool = False):
         opts = self.verify_options
