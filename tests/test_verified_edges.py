@@ -296,3 +296,8 @@ def test_a_decode_stops_being_speech_where_its_word_times_collapse():
     assert collapse_start(said + again) == len(said)
     fast = words("Hi,@9.5 this@10.2 is@10.3 for@10.3 customer@10.4 service@10.7 center@11.2")
     assert collapse_start(fast) == len(fast)
+    # at the decode's end, three words at one instant are a repeat (tiny.en, a call, AVX2 kernels) ...
+    perfect = words("Okay,@33.54 that's@34.3 perfect.@34.7 Okay,@35.48 that's@35.48 perfect.@35.48")
+    assert collapse_start(perfect) == 3
+    # ... but not two, nor three real words timed close (before more words or not at one instant)
+    assert collapse_start(perfect[:5]) == 5 and collapse_start(fast[:4]) == 4

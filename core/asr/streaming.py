@@ -64,6 +64,7 @@ _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 _SPOKEN = re.compile(r"\w")  # a word with a letter or digit in it (not bare punctuation)
 COMPRESSION_LIMIT = 2.4  # Whisper's own threshold for a looping decode (gzip ratio of its text)
 COLLAPSE_RUN, COLLAPSE_SPAN_S = 4, 0.1  # see collapse_start
+COLLAPSE_END_RUN, COLLAPSE_END_SPAN_S = 3, 0.02  # ... and at a decode's end
 EMPTY_PROMPT_S = 2.0  # an empty decode of this much speech or more drops the prompt (see _decode)
 PAUSE_SLACK_S = 0.5  # Whisper's word end times run past the VAD's end of speech by up to this
 
@@ -94,11 +95,17 @@ def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COL
     this?", the repeat all at one instant), and the words from there on are not what was said. (Three
     real words can get starts that close from Whisper's coarse word timing: "this is for" in fast
     speech.) A run the decode opens with (:func:`collapsed_lead`) is not such an end: the words
-    after it were timed from the audio."""
-    for i in range(collapsed_lead(words, run, span), len(words) - run + 1):
+    after it were timed from the audio. At the decode's end, three words at one instant
+    (``COLLAPSE_END_SPAN_S``) are such a repeat too: "Okay, that's perfect." said once, decoded again
+    at the window's last instant, was committed twice (tiny.en on a call, AVX2 kernels)."""
+    lead = collapsed_lead(words, run, span)
+    for i in range(lead, len(words) - run + 1):
         if words[i + run - 1].start - words[i].start <= span:
             return i
-    return len(words)
+    end = len(words)
+    while end > lead and words[-1].start - words[end - 1].start <= COLLAPSE_END_SPAN_S:
+        end -= 1
+    return end if len(words) - end >= COLLAPSE_END_RUN else len(words)
 
 
 def collapsed_lead(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
