@@ -208,14 +208,22 @@ def carried_range(before: VerifiedLine, verified: list[Word], after: float, draf
     ends, and the words between them were lost (SNG1640: "Very" ended one line, "reasonable." was
     past its end, and the next decode heard no "reasonable" after "Very"). They are the verifier's
     greedy words for that decode's audio and prompt, so the line is verified."""
-    if not drafted_last or degenerate("".join(w.text for w in before.words)):
-        return None  # (where a decode loops, only its words before the loop are heard: not past its line)
+    heard = heard_past(before)
+    if not drafted_last or not heard:
+        return None
     offset = before.kept[1]
-    heard = before.words[offset:max(offset, collapse_start(before.words))]
     first, last = select_line(heard, verified, after, drafted_last, line_end, options)
     if first == last or difflib.SequenceMatcher(None, word_key(heard[last - 1].text), drafted_last).ratio() < 0.7:
         return None
     return offset + first, offset + last
+
+
+def heard_past(line: VerifiedLine) -> list[Word]:
+    """The words a line's decode heard after the line: up to where their times collapse, and none
+    where the decode loops (only its words before the loop are heard, not past its line)."""
+    if degenerate("".join(w.text for w in line.words)):
+        return []
+    return line.words[line.kept[1]:max(line.kept[1], collapse_start(line.words))]
 
 
 def before_loop(words: list[Word]) -> int:
@@ -251,7 +259,7 @@ class _Pending:
     sentence: Sentence
     drafted_last: str
     merged: bool = False  # two drafter lines held as one, after the first's decode looped or held no words
-    waiting: bool = False  # its decode looped: it waits for the next line to be verified with it
+    waiting: bool = False  # its decode looped or held no words: it waits for the next line
 
 
 _MERGE = object()  # _verify's answer for a line to be verified again together with the next one
@@ -390,9 +398,8 @@ class LineVerifier:
         words of both, the next one's last word as the anchor)."""
         a, b = self._pending[0].sentence, self._pending[1].sentence
         joined = Sentence(a.index, f"{a.text} {b.text}".strip(), a.start, b.end, b.speaker, verified=b.verified)
-        self._pending[1:2] = []
-        self._pending[0] = _Pending(joined, self._pending[0].drafted_last if not b.text.split() else
-                                    word_key(b.text.split()[-1]), merged=True)
+        drafted_last = self._pending[1].drafted_last or self._pending[0].drafted_last
+        self._pending[0:2] = [_Pending(joined, drafted_last, merged=True)]
         self.merges += 1
 
     def _after_failure(self, pending: _Pending, exc: Exception) -> Sentence:
@@ -442,10 +449,9 @@ class LineVerifier:
         the audio since at once can leave a stretch in no line), and the time between the lines is
         no pause: the next decode reads it, so its words are committed rather than lost."""
         before = self.lines[-1]
-        if before.fallback or degenerate("".join(w.text for w in before.words)):
+        if before.fallback:
             return False
-        rest = before.words[before.kept[1]:max(before.kept[1], collapse_start(before.words))]
-        return sum(1 for w in rest if _SPOKEN.search(w.text) and (w.start + w.end) / 2 > self._cut
+        return sum(1 for w in heard_past(before) if _SPOKEN.search(w.text) and (w.start + w.end) / 2 > self._cut
                    and w.end < start) >= 2
 
     def _verify(self, pending: _Pending, may_merge: bool = False):
