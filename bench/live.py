@@ -355,6 +355,13 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         got = [v for v in values if v is not None]
         return round(float(np.percentile(got, q)), 3) if got else None
 
+    # the reading's clips end where a sentence does, or inside one ("… an exact imitation | of the more formal
+    # …"): a finished sentence's latencies apart, since a clip ending mid-sentence waits for its line to end
+    ends = [ends_sentence(text) for _s, _e, text in segments]
+
+    def at_ends(values):
+        return [v for v, end in zip(values, ends, strict=True) if end]
+
     return {
         "name": name,
         "audio_seconds": audio,
@@ -365,6 +372,10 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "translation_p50": pct(translation, 50), "translation_p90": pct(translation, 90),
         "translation_after_commit_p50": pct(after_commit, 50),
         "translation_after_commit_p90": pct(after_commit, 90),
+        "sentence_ends": sum(ends),
+        "committed_sentence_end_p90": pct(at_ends(committed), 90),
+        "translation_sentence_end_p50": pct(at_ends(translation), 50),
+        "translation_sentence_end_p90": pct(at_ends(translation), 90),
         "missing": {"first_seen": first_seen.count(None), "committed": committed.count(None),
                     "translation": translation.count(None) if translating else None},
         "cpu_per_audio_s": round(cpu / audio, 3) if audio else None,
@@ -389,6 +400,11 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
     }
 
 
+def ends_sentence(text: str) -> bool:
+    """Whether a reference segment ends a sentence (its last mark, closing quotes aside, is . ? ! or …)."""
+    return text.rstrip().rstrip("\"'”’)]").endswith((".", "?", "!", "…"))
+
+
 def _r(values):
     return [None if v is None else round(v, 3) for v in values]
 
@@ -396,9 +412,10 @@ def _r(values):
 # -- the run -------------------------------------------------------------------------------
 # the readings a repeated run reports as the median of the runs, with their spread (min, max)
 SPREAD_KEYS = ("first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90", "translation_p50",
-               "translation_p90", "translation_after_commit_p50", "update_interval_p50", "cpu_per_audio_s", "wer",
-               "peak_rss_mb", "ne_source", "ne_translation", "ne_source_shown", "ne_source_shown_lines",
-               "ne_translation_shown")
+               "translation_p90", "translation_after_commit_p50", "committed_sentence_end_p90",
+               "translation_sentence_end_p50", "translation_sentence_end_p90", "update_interval_p50",
+               "cpu_per_audio_s", "wer", "peak_rss_mb", "ne_source", "ne_translation", "ne_source_shown",
+               "ne_source_shown_lines", "ne_translation_shown")
 
 
 def combine(runs: list[dict]) -> dict:
@@ -459,9 +476,10 @@ def run(quick: bool, configs: list[str], target: str, overrides: list[str] = (),
 def table(result: dict) -> str:
     """The Markdown table of a run."""
     rows = ["| configuration | first seen p50 / p90 (s) | committed p50 / p90 (s) | translation p50 / p90 (s) "
-            "| translation after commit p50 (s) | update interval p50 (s) | CPU-s per audio-s | WER | peak RSS (MB) "
+            "| translation after commit p50 (s) | sentence ends: committed p90, translation p50 / p90 (s) "
+            "| update interval p50 (s) | CPU-s per audio-s | WER | peak RSS (MB) "
             "| NE source / translation | NE shown source / translation | NE shown source per line |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(r, key, fmt="{:.2f}"):
         v = r.get(key)
@@ -476,7 +494,9 @@ def table(result: dict) -> str:
         rows.append(
             f"| {name}{mark} | {f(r, 'first_seen_p50')} / {f(r, 'first_seen_p90')} | {f(r, 'committed_p50')} / "
             f"{f(r, 'committed_p90')} | {f(r, 'translation_p50')} / {f(r, 'translation_p90')} | "
-            f"{f(r, 'translation_after_commit_p50')} | {f(r, 'update_interval_p50')} | {f(r, 'cpu_per_audio_s')} | "
+            f"{f(r, 'translation_after_commit_p50')} | {f(r, 'committed_sentence_end_p90')}, "
+            f"{f(r, 'translation_sentence_end_p50')} / {f(r, 'translation_sentence_end_p90')} | "
+            f"{f(r, 'update_interval_p50')} | {f(r, 'cpu_per_audio_s')} | "
             f"{f(r, 'wer', '{:.1%}')} | {f(r, 'peak_rss_mb', '{:.0f}')} | {f(r, 'ne_source')} / "
             f"{f(r, 'ne_translation')} | {f(r, 'ne_source_shown', '{:.3f}')} / {f(r, 'ne_translation_shown')} | "
             f"{f(r, 'ne_source_shown_lines', '{:.3f}')} |")

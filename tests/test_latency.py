@@ -393,6 +393,20 @@ def test_repeated_live_runs_report_the_median_and_the_spread():
     assert "7.0% (7.0%–7.0%)" in row and "0.100 (0.000–0.300)" in row
 
 
+def test_the_readings_finished_sentences_are_told_from_clips_that_end_inside_one(shared):
+    """`sotto bench live` reports a finished sentence's latencies apart: the reading's clips also end
+    inside a sentence, where the line runs on and its translation waits for the line's end."""
+    from bench.live import READING, ends_sentence
+
+    assert ends_sentence("has never been surpassed.") and ends_sentence('and other cities."')
+    assert ends_sentence("(which also was printed at Maintz by Peter Schoeffer in the year 1462)") is False
+    assert not ends_sentence("is printed in letters which are an exact imitation")
+    assert not ends_sentence("whatever they were,")
+    rows = READING.with_name(READING.name.replace(".flac", ".segments.tsv")).read_text().splitlines()[1:]
+    ends = [ends_sentence(row.split("\t")[4]) for row in rows]
+    assert len(ends) == 32 and sum(ends) == 12  # the other 20 end at a comma, a semicolon or no mark
+
+
 def test_the_mask_study_names_its_rules_after_the_caption_policy_settings():
     """`sotto bench masks` replays updates through the app's CaptionPolicy; each rule name must
     build the policy it names (a wrong mapping would measure another rule)."""
