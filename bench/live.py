@@ -357,6 +357,8 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
 
     # the reading's clips end where a sentence does, or inside one ("… an exact imitation | of the more formal
     # …"): a finished sentence's latencies apart, since a clip ending mid-sentence waits for its line to end
+    from core.text import ends_sentence
+
     ends = [ends_sentence(text) for _s, _e, text in segments]
 
     def at_ends(values):
@@ -398,11 +400,6 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "per_sentence": {"end_s": [round(e, 2) for _s, e, _t in segments], "first_seen": _r(first_seen),
                          "committed": _r(committed), "translation": _r(translation)},
     }
-
-
-def ends_sentence(text: str) -> bool:
-    """Whether a reference segment ends a sentence (its last mark, closing quotes aside, is . ? ! or …)."""
-    return text.rstrip().rstrip("\"'”’)]").endswith((".", "?", "!", "…"))
 
 
 def _r(values):

@@ -37,6 +37,15 @@ CJK_CHAR = re.compile(f"[{_CJK_CHARS}]")
 _TOKEN = re.compile(f"[{_CJK_CHARS}]|[^\\s{_CJK_CHARS}]+")
 
 
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends a sentence: its last mark, closing quotes and brackets aside, is . ! ? …
+    (or a CJK full stop, exclamation or question mark)."""
+    return bool(_SENTENCE_END.search(text.rstrip()))
+
+
 def language_name(code: str) -> str:
     """English name of a language code (the code itself if unknown)."""
     return LANGUAGE_NAMES.get(code, code)

@@ -395,8 +395,10 @@ def test_repeated_live_runs_report_the_median_and_the_spread():
 
 def test_the_readings_finished_sentences_are_told_from_clips_that_end_inside_one(shared):
     """`sotto bench live` reports a finished sentence's latencies apart: the reading's clips also end
-    inside a sentence, where the line runs on and its translation waits for the line's end."""
-    from bench.live import READING, ends_sentence
+    inside a sentence, where the line runs on and its translation waits for the line's end. A sentence
+    ends as the drafter ends a line at one (core.text.ends_sentence)."""
+    from bench.live import READING
+    from core.text import ends_sentence
 
     assert ends_sentence("has never been surpassed.") and ends_sentence('and other cities."')
     assert ends_sentence("(which also was printed at Maintz by Peter Schoeffer in the year 1462)") is False

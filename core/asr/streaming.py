@@ -25,6 +25,7 @@ from ..audio.vad import VadOptions, VoiceActivityDetector
 from ..audio.window import AudioWindow
 from ..errors import Interrupted
 from ..stream import Sentence, StageTimings, TranscriptUpdate, Word
+from ..text import ends_sentence
 from .agreement import HypothesisBuffer
 from .engine import ASREngine
 
@@ -59,7 +60,6 @@ class StreamingOptions:
     pause_commit: bool = False
 
 
-_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _CLAUSE_END = re.compile(r"[,;:，；：、][\"'”’)\]]*$")
 _SPOKEN = re.compile(r"\w")  # a word with a letter or digit in it (not bare punctuation)
 COMPRESSION_LIMIT = 2.4  # Whisper's own threshold for a looping decode (gzip ratio of its text)
@@ -361,7 +361,7 @@ class StreamingTranscriber:
             self._history.append(word)
             self._sentence_words.append(word)
             text = word.text.strip()
-            if (_SENTENCE_END.search(text) or (self._long_enough() and _CLAUSE_END.search(text))
+            if (ends_sentence(text) or (self._long_enough() and _CLAUSE_END.search(text))
                     or 0 < self.options.max_line_words <= len(self._sentence_words)):
                 sentences += self._close_sentence()
         return sentences
