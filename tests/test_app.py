@@ -793,6 +793,25 @@ def test_source_mask_controls_show_the_settings_and_ask_to_change_them(qtbot, ap
     assert blocker.args == ["captions.source_hold_s", 0.5]
 
 
+def test_the_verification_wait_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs):
+    """asr.verify_lookahead_s is on the Models tab while lines are verified, hidden when they are not."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert panel.verify_lookahead.value() == Settings().asr.verify_lookahead_s
+    assert panel._models_form.isRowVisible(panel.verify_lookahead)
+    panel.load(Settings().with_value("asr.verify_lookahead_s", 2.5))
+    assert panel.verify_lookahead.value() == 2.5
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.verify_lookahead.setValue(1.2)
+    assert blocker.args == ["asr.verify_lookahead_s", 1.2]
+    panel.load(Settings().with_value("asr.verify_lines", False))
+    assert not panel._models_form.isRowVisible(panel.verify_lookahead)
+
+
 def test_speed_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):
     """The Compute tab shows asr.encoder_seconds and translation.partial_share; changing them asks
     for the setting (seconds as a float, the share as a fraction)."""

@@ -449,3 +449,26 @@ def test_a_missing_verifier_leaves_the_drafter_captioning_with_one_sentence(stor
     note = [t for t in said if "unverified" in t]
     assert len(note) == 1 and note[0].endswith("Captions go on with whisper-tiny.en alone, unverified."), said
     assert create_asr_engine(Settings(), store).verifies_lines  # with base there, lines are verified
+
+
+def test_the_verification_wait_is_the_settings(verified_engine, shared):
+    """``asr.verify_lookahead_s`` reaches the verifier through the pipeline: each line is decoded with at
+    least that much audio after the drafter's line (save at the stream's end), and the app's default
+    decodes some lines with less than 2.5 s after them."""
+    from core.audio.sources import FileSource
+    from core.session.pipeline import CaptionPipeline
+    from core.settings import Settings
+    from tests.conftest import Recorder
+
+    path = shared / "asr" / "mfa_acoustic_corpus.wav"
+    for wait in (Settings().asr.verify_lookahead_s, 2.5):
+        settings = Settings().with_value("translation.target", "none").with_value("asr.verify_lookahead_s", wait)
+        pipeline = CaptionPipeline(settings, verified_engine, None, Recorder(), realtime=False)
+        summary = pipeline.run(FileSource(path))
+        decoded = [x for x in pipeline.streams[0].transcriber.lines
+                   if x.seconds > 0 and not x.fallback and x.end < summary.audio_seconds - 0.01]
+        assert len(decoded) >= 3, [(x.drafted, x.end) for x in pipeline.streams[0].transcriber.lines]
+        assert all(x.end >= x.drafted_end + wait - 0.01 for x in decoded), \
+            [(x.drafted, x.drafted_end, x.end) for x in decoded]
+        if wait < 2.5:
+            assert any(x.end < x.drafted_end + 2.5 for x in decoded)

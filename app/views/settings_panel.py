@@ -279,6 +279,17 @@ class SettingsPanel(QDialog):
                                       "the verifier's words are kept; a second later, more CPU)")
         form.addRow("", self.verify_lines)
         self.verify_lines.toggled.connect(lambda on: self.change_requested.emit("asr.verify_lines", on))
+        self.verify_lookahead = QDoubleSpinBox()
+        self.verify_lookahead.setRange(*value_range("asr.verify_lookahead_s"))
+        self.verify_lookahead.setSingleStep(0.1)
+        self.verify_lookahead.setDecimals(1)
+        self.verify_lookahead.setSuffix(" s")
+        self.verify_lookahead.setToolTip("How much speech after a finished line the verifier hears before it "
+                                         "confirms the line. Longer hears conversation better, but each line is "
+                                         "confirmed and translated that much later.")
+        form.addRow("Verify after", self.verify_lookahead)
+        self.verify_lookahead.valueChanged.connect(
+            lambda v: self.change_requested.emit("asr.verify_lookahead_s", round(v, 1)))
         form.addRow("Drafter", self.drafter_model)
         form.addRow("Verifier", self.verifier_model)
         self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
@@ -600,6 +611,8 @@ class SettingsPanel(QDialog):
             form.setRowVisible(self.asr_model, not spec)
             form.setRowVisible(self.verify_lines, not spec)
             self.verify_lines.setChecked(settings.asr.verify_lines)
+            self.verify_lookahead.setValue(settings.asr.verify_lookahead_s)
+            form.setRowVisible(self.verify_lookahead, not spec and settings.asr.verify_lines)
             for widget in (self.drafter_model, self._draft_row, self.max_draft, self.sparse_tree,
                            self.calibrate, self._spec_note):
                 form.setRowVisible(widget, spec)

@@ -75,7 +75,7 @@ class VerifyOptions:
     # decode from the cut of a verified line at least this long before the line (and before the last verified
     # line, where no pause of pause_s came after it)
     context_s: float = 2.0
-    lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end
+    lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end (asr.verify_lookahead_s)
     min_window_s: float = 0.0  # ... and the verifier's audio (context, line, what followed) is this long
     # the drafter's window is trimmed at a line end once it is longer than this (at most; StreamingOptions'
     # buffer_trim_s, 8 s, where lower): its words are drafts, and each line is decoded again with its own context

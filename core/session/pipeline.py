@@ -27,7 +27,7 @@ import numpy as np
 from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.streaming import StreamingTranscriber
-from ..asr.verified import LineVerifier, make_transcriber
+from ..asr.verified import LineVerifier, VerifyOptions, make_transcriber
 from ..audio.sources import AudioSource
 from ..captions.policy import CaptionPolicy
 from ..errors import SottoError
@@ -203,7 +203,8 @@ class CaptionPipeline:
         """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
-        self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options,
+        verify = VerifyOptions(lookahead_s=self.settings.asr.verify_lookahead_s)
+        self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options, verify,
                                                                       on_problem=self._on_verifier_problem))
                         for speaker, source in sources.items()]
         if len(self.streams) > 1:
