@@ -134,7 +134,10 @@ def _run_watched(
     env = {k: v for k, v in os.environ.items() if not re.match(r"(HF_|TRANSFORMERS_|HUGGINGFACE|TORCH_HOME)", k)}
     env.update(PYTHONPATH=f"{hook_dir}{os.pathsep}{ROOT}", SOTTO_PRIVACY_LOG=str(py_log),
                QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path / "home"))  # a fresh home: no user caches
-    cmd = ["unshare", "-n", "strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace), *args]
+    # --seccomp-bpf: only the traced calls stop the process (the same calls are seen); without it every
+    # system call of the model threads stops under ptrace, and the sessions run several times slower
+    cmd = ["unshare", "-n", "strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=connect,sendto,sendmsg",
+           "-o", str(trace), *args]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     kernel = [line for line in trace.read_text(errors="replace").splitlines() if _ATTEMPT.search(line)] \
         if trace.exists() else []
