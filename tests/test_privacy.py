@@ -18,6 +18,7 @@ A control run (a plain ``urlopen``) shows both levels catch an attempt.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -53,6 +54,15 @@ def _the_watch():
     unshare = require_tool("unshare", "util-linux")
     why = _fails([unshare, "-n", "true"])
     require(not why, f"`unshare -n` (a network namespace) is not permitted here (needs root or CAP_SYS_ADMIN): {why}")
+
+
+@functools.cache
+def _only_traced_calls_stop() -> list[str]:
+    """strace's ``--seccomp-bpf`` where this strace and kernel have it: only the traced calls stop the
+    process (the same calls are seen); without it every system call of the model threads stops under
+    ptrace, and the sessions run about twice as slowly."""
+    return [] if _fails(["strace", "-f", "--seccomp-bpf", "-e", "trace=connect", "-o", "/dev/null", "true"]) \
+        else ["--seccomp-bpf"]
 
 
 HOOK = textwrap.dedent('''
@@ -134,9 +144,7 @@ def _run_watched(
     env = {k: v for k, v in os.environ.items() if not re.match(r"(HF_|TRANSFORMERS_|HUGGINGFACE|TORCH_HOME)", k)}
     env.update(PYTHONPATH=f"{hook_dir}{os.pathsep}{ROOT}", SOTTO_PRIVACY_LOG=str(py_log),
                QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path / "home"))  # a fresh home: no user caches
-    # --seccomp-bpf: only the traced calls stop the process (the same calls are seen); without it every
-    # system call of the model threads stops under ptrace, and the sessions run several times slower
-    cmd = ["unshare", "-n", "strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=connect,sendto,sendmsg",
+    cmd = ["unshare", "-n", "strace", "-f", "-qq", *_only_traced_calls_stop(), "-e", "trace=connect,sendto,sendmsg",
            "-o", str(trace), *args]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     kernel = [line for line in trace.read_text(errors="replace").splitlines() if _ATTEMPT.search(line)] \
