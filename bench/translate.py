@@ -678,7 +678,7 @@ def bench_finished(translator, heldout: bool, n: int, log) -> list[dict]:
     per sentence (the second row's include the retries)."""
     import sacrebleu
 
-    from core.translate.quality import is_copy
+    from core.translate.quality import is_copy, is_fragment
 
     rows = []
     for name, split, src_path, ref_path in FINISHED_SETS:
@@ -701,7 +701,8 @@ def bench_finished(translator, heldout: bool, n: int, log) -> list[dict]:
                          "copy_share": round(counts["copies"] / max(len(src), 1), 4),
                          "retried": sum(r.unsteered is not None for r in results),
                          "seconds_per_sentence": round(seconds, 3) if label == "shown" else None,
-                         "copied": [[s, t] for s, t in zip(src, out, strict=True) if is_copy(s, t)]})
+                         "copied": [[s, t] for s, t in zip(src, out, strict=True) if is_copy(s, t)],
+                         "fragmented": [[s, t] for s, t in zip(src, out, strict=True) if is_fragment(s, t, "de")]})
             log(f"{name} ({split}), {label}: chrF {rows[-1]['chrf']}, copies {counts['copies']}, fragments "
                 f"{counts['fragments']}, loops {counts['phrase_loops']}")
     return rows

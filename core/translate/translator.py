@@ -21,7 +21,7 @@ from pathlib import Path
 from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
-from ..text import joiner
+from ..text import ends_sentence, joiner
 from .clauses import PieceMemo, clause_pieces, halves
 from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
@@ -30,7 +30,7 @@ from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, keeps_numbers, kept_in, looks_english
+from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english
 
 
 @dataclass
@@ -85,6 +85,14 @@ class TranslationResult:
     reused_tokens: int = 0
     gaps: list[float] = field(default_factory=list)  # top-1 minus top-2 logit of each output token
     unsteered: str | None = None  # the first decode's text, where the copy retry replaced it (for benchmarks)
+
+
+def _open_end(source: str, text: str) -> str:
+    """A half's translation as the sentence goes on after it: the full stop the model ends every
+    translation with left out where its source half ends with none ("… ambassador. und will …")."""
+    if text.endswith(".") and not text.endswith("..") and not ends_sentence(source):
+        return text[:-1]
+    return text
 
 
 def bias_rules(scope: str) -> dict:
@@ -275,8 +283,9 @@ class LlamaTranslator:
         """``source``, whose translation ``whole`` is still broken (:meth:`_broken`), translated as two
         halves (:func:`core.translate.clauses.halves`), each finished text steered like a sentence, and
         joined. The halves replace ``whole`` only where they are not broken themselves and keep every
-        name, quotation and number ``whole`` kept (:func:`core.translate.quality.kept_in`: a half alone
-        can lose a quotation's context and translate it, or make up a name); either way the result
+        quotation and number ``whole`` kept and nearly all its names (:func:`core.translate.quality.
+        keeps_enough`: a half alone can lose a quotation's context and translate it, or make up a
+        name); either way the result
         carries every decode's cost."""
         parts = halves(source)
         if parts is None:
@@ -285,8 +294,9 @@ class LlamaTranslator:
                 for part in parts]
         seconds = whole.seconds + sum(r.seconds for r in done)
         evaluated = whole.evaluated_tokens + sum(r.evaluated_tokens for r in done)
-        text = joiner(self.options.target_lang).join(r.text for r in done if r.text)
-        if self._broken(source, text) or not kept_in(source, whole.text) <= kept_in(source, text):
+        text = joiner(self.options.target_lang).join(
+            _open_end(part, r.text) for part, r in zip(parts, done, strict=True) if r.text)
+        if self._broken(source, text) or not keeps_enough(source, whole.text, text):
             return dataclasses.replace(whole, seconds=seconds, evaluated_tokens=evaluated)
         logger.info("translation of %r was broken (%r); translated in halves: %r", source, whole.text, text)
         return TranslationResult(source, text, [t for r in done for t in r.tokens],
