@@ -29,6 +29,23 @@ def test_a_sentence_is_cut_only_where_both_sides_have_four_words():
     assert clause_pieces("") == [""]
 
 
+def test_a_line_of_several_sentences_is_cut_at_their_ends_but_not_after_an_abbreviation():
+    assert clause_pieces("I booked the hotel for two nights. Can you call a taxi for us?") == [
+        "I booked the hotel for two nights.", "Can you call a taxi for us?"]
+    # a short sentence joins its neighbour, as a short clause does
+    assert clause_pieces("Yeah. Okay, so let's book the table now.") == ["Yeah. Okay, so let's book the table now."]
+    # a bracketed caption ends where its bracket closes
+    assert clause_pieces("[What does this mean for all of us?] This week there were stories about the leak.") == [
+        "[What does this mean for all of us?]", "This week there were stories about the leak."]
+    # nor inside a quotation
+    assert clause_pieces('And so you\'re thinking, "Yeah! Give me the statin." And the doctor agrees.') == [
+        "And so you're thinking,", '"Yeah! Give me the statin."', "And the doctor agrees."]
+    # titles, initials and initialisms end no sentence; nor does a decimal point
+    for one in ("Mr. Smith went to Washington with the army today.", "The U.S. Army went to Washington today.",
+                "We leave at 2.30 tomorrow morning, said J. Smith.", "Bring apples, pears etc. to the party tonight."):
+        assert clause_pieces(one) == [one], one
+
+
 def test_the_memo_forgets_the_oldest():
     memo = PieceMemo(size=2)
     memo.put(("en", "de", "a"), 1)

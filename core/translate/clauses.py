@@ -1,5 +1,5 @@
-"""Clause pieces: a long sentence cut where it pauses (after , ; :), for a small model to translate
-piece by piece.
+"""Clause pieces: a long sentence cut where it pauses (after , ; : and after a sentence's end inside
+a line), for a small model to translate piece by piece.
 
 The bundled 270M base model copies long English sentences untranslated but translates their
 clauses, so translating the clauses one by one gives better translations and fewer sentences left
@@ -15,13 +15,41 @@ from collections import OrderedDict
 
 MIN_WORDS = 4
 _CUT = re.compile(r"(?<=[,;:])\s+")
+# a sentence's end inside the text (. ! ? … with closing quotes or brackets, then a space): a line of
+# several sentences ("Yeah. Okay, so let's go." or a paragraph of a transcript) is cut there too
+_SENTENCE_CUT = re.compile(r"[.!?…][\"'”’»)\]]*\s+")
+# a full stop that ends no sentence: a title or Latin abbreviation, an initial ("J."), an initialism ("U.S.")
+_ABBREVIATIONS = frozenset("mr mrs ms dr prof st jr sr mt vs etc approx no fig e.g i.e cf".split())
+
+
+def _sentence_parts(text: str) -> list[str]:
+    """``text`` cut after each sentence end that is not an abbreviation's full stop."""
+    parts, start = [], 0
+    for m in _SENTENCE_CUT.finditer(text):
+        if _in_quotation(text[:m.end()]):  # 'you're thinking, "Yeah! Give me …"' is one sentence
+            continue
+        if m.group(0)[0] == ".":
+            word = text[start:m.start()].split()[-1:] or [""]
+            word = word[0].lstrip("\"'“‘„«([").lower()
+            if word in _ABBREVIATIONS or len(word) == 1 or "." in word:
+                continue
+        parts.append(text[start:m.end()].strip())
+        start = m.end()
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _in_quotation(text: str) -> bool:
+    """Whether ``text`` ends inside a quotation: an odd number of straight double quotes, or more
+    opening curly or angle quotes than closing ones."""
+    return text.count('"') % 2 == 1 or text.count("“") + text.count("«") > text.count("”") + text.count("»")
 
 
 def clause_pieces(source: str, min_words: int = MIN_WORDS) -> list[str]:
-    """``source`` cut after each comma, semicolon or colon whose both sides have at least
-    ``min_words`` words (a short part joins the piece before it); one piece if none."""
+    """``source`` cut after each sentence end and after each comma, semicolon or colon, where both
+    sides have at least ``min_words`` words (a short part joins the piece before it); one piece if none."""
     pieces: list[str] = []
-    for part in _CUT.split(source.strip()):
+    for part in (p for sentence in _sentence_parts(source.strip()) for p in _CUT.split(sentence)):
         if pieces and (len(pieces[-1].split()) < min_words or len(part.split()) < min_words):
             pieces[-1] = f"{pieces[-1]} {part}"
         else:
