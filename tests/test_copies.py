@@ -94,6 +94,11 @@ def test_a_number_is_kept_when_its_digits_are():
     assert keeps_numbers(source, source, "Es ist ein kleiner Teil der Pressefreiheit im 21. Jahrhundert, 11 Millionen.")
     assert not keeps_numbers(source, source, "Es ist ein kleiner Teil der Pressefreiheit im 21. Jahrhundert.")
     assert keeps_numbers("We leave at 2.30.", "We leave at 2.30.", "Wir fahren um 2:30 Uhr.")
+    source = "Chelsea faces Videoton at 3 p.m. on Thursday."  # an afternoon hour, written the German way
+    assert keeps_numbers(source, source, "Chelsea trifft am Donnerstag um 15 Uhr auf Videoton.")
+    assert keeps_numbers(source, source, "Chelsea trifft am Donnerstag um 3 Uhr nachmittags auf Videoton.")
+    assert not keeps_numbers(source, source, "Chelsea trifft am Donnerstag auf Videoton.")
+    assert not keeps_numbers("Ten of us, 3 people.", "Ten of us, 3 people.", "Zehn von uns, 15 Leute.")
 
 
 def test_halves_may_lose_one_name_of_many_but_no_number_or_quotation():
@@ -107,6 +112,21 @@ def test_halves_may_lose_one_name_of_many_but_no_number_or_quotation():
     assert not keeps_enough(QUOTED, QUOTED, 'Ein Labour AM sagte, seine Gruppe sei besorgt, "es reimt sich auf Twp '
                                             'und Pwp."')  # the quotation translated
     assert not keeps_enough("Tom met Ana.", "Tom met Ana.", "Tom traf sie.")  # one name of two is too many
+    # a name translated keeps its first letters; a made-up one does not
+    source = "Chelsea led 1-0 after a score in the 25th minute from Belgian star Eden Hazard."
+    assert keeps_enough(source, source, "Die Chelsea-Elf führte 1-0 im 25. Minute von Belgier Eden Hazard.")
+    assert not keeps_enough(source, source, "Die Chelsea-Elf führte 1-0 im 25. Minute von Wulff.")
+
+
+def test_halves_meeting_in_a_repeated_phrase_say_it_once():
+    from core.translate.translator import _after_seam
+
+    # NTREX-128: "… while about 30 yards out from the | Chelsea goal …", each half translated alone
+    assert _after_seam("Sturridge erhielt einen Pass während 30 Meter von der",
+                       "von der Chelsea-Goal mit seinem Team 1:0.") == "Chelsea-Goal mit seinem Team 1:0."
+    assert _after_seam("Er sagte, die", "die Katze schläft.") == "die Katze schläft."  # one word twice is kept
+    assert _after_seam("Wir gehen nach Hause.", "Nach Hause, sagte sie.") == "Nach Hause, sagte sie."  # not at the end
+    assert _after_seam("Ja, so ist es", "so ist es") == "so ist es"  # nothing would be left of the second half
 
 
 def test_an_example_borrowed_from_the_prompt_is_told():

@@ -100,11 +100,23 @@ def numbers_in(text: str) -> set[str]:
     return set(re.findall(r"\d+", text))
 
 
+def _afternoon(source: str) -> dict[str, str]:
+    """The hours of ``source`` written with p.m., each with its 24-hour number ("3 p.m." → "15 Uhr")."""
+    return {m.group(1): str(int(m.group(1)) + 12) for m in _PM.finditer(source) if int(m.group(1)) < 12}
+
+
+_PM = re.compile(r"\b(\d{1,2})(?:[:.]\d\d)?\s*p\.?\s?m\b", re.IGNORECASE)
+
+
 def keeps_numbers(source: str, before: str, after: str) -> bool:
     """``after`` keeps every number of ``source`` that ``before`` kept (:func:`numbers_in`: "52",
-    "2016", "11" of "£11million"). Names are not held to it: a country or a month is translated
-    ("Italy" → "Italien", "June" → "Juni"), and a capitalised word is not always a name."""
-    return numbers_in(source) & numbers_in(before) <= numbers_in(after)
+    "2016", "11" of "£11million"; an hour with p.m. may be its 24-hour number). Names are not held
+    to it: a country or a month is translated ("Italy" → "Italien", "June" → "Juni"), and a
+    capitalised word is not always a name."""
+    have = numbers_in(after)
+    missing = numbers_in(source) & numbers_in(before) - have
+    afternoon = _afternoon(source) if missing else {}
+    return all(afternoon.get(n) in have for n in missing)
 
 
 # Of the names a whole translation kept, the share its halves may lose: a sentence of many names is
@@ -113,16 +125,25 @@ def keeps_numbers(source: str, before: str, after: str) -> bool:
 NAMES_LOST_SHARE = 0.25
 
 
+# A capitalised word translated keeps its first letters ("Belgian" → "Belgier", "June" → "Juni",
+# "Italy" → "Italien"); a made-up name does not ("Willoughby" → "Wulff").
+STEM = 4
+
+
 def keeps_enough(source: str, before: str, after: str) -> bool:
     """``after`` keeps every number (:func:`keeps_numbers`) and quoted word of ``source`` that
-    ``before`` kept, and all but at most :data:`NAMES_LOST_SHARE` of its names (:func:`kept_as_is`)."""
+    ``before`` kept, and all but at most :data:`NAMES_LOST_SHARE` of its names (:func:`kept_as_is`);
+    a name of more than :data:`STEM` letters counts as kept where a word of ``after`` begins as it
+    does (translated: "Belgian" → "Belgier")."""
     if not keeps_numbers(source, before, after):
         return False
     quoted = {w for q in _QUOTED.findall(source) for w in _words(next(p for p in q if p))}
     had, has = kept_in(source, before), kept_in(source, after)
     if not (had & quoted) <= has:
         return False
-    return len(had - has) <= NAMES_LOST_SHARE * len(had)
+    stems = {w[:STEM] for w in _words(after) if len(w) > STEM}
+    lost = [w for w in had - has if len(w) <= STEM or w[:STEM] not in stems]
+    return len(lost) <= NAMES_LOST_SHARE * len(had)
 
 
 # a quotation: in double quotes of any kind, or in single quotes that do not touch a word ('furious', not y'all)

@@ -30,7 +30,7 @@ from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english
+from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop
 
 
 @dataclass
@@ -93,6 +93,21 @@ def _open_end(source: str, text: str) -> str:
     if text.endswith(".") and not text.endswith("..") and not ends_sentence(source):
         return text[:-1]
     return text
+
+
+def _after_seam(first: str, second: str, most: int = 4) -> str:
+    """The second half's translation without the words it repeats from the end of the first: each
+    half was translated alone, and a half cut before "from the …" can end with "von der", which the
+    next one begins with again ("… 30 Meter von der" + "von der Chelsea-Goal …"). Two words or more
+    (one word twice is often meant: "die, die"), compared as the loop rules compare them."""
+    if ends_sentence(first):  # said again after a sentence's end: meant ("… nach Hause. Nach Hause, sagte sie.")
+        return second
+    a, b = first.split(), second.split()
+    key = lambda w: re.sub(r"[^\w]+", "", w).lower()  # noqa: E731
+    for n in range(min(most, len(a), len(b) - 1), 1, -1):
+        if [key(w) for w in a[-n:]] == [key(w) for w in b[:n]] and all(key(w) for w in b[:n]):
+            return " ".join(b[n:])
+    return second
 
 
 def bias_rules(scope: str) -> dict:
@@ -269,9 +284,11 @@ class LlamaTranslator:
 
     def _broken(self, source: str, text: str) -> bool:
         """Left in the source language (names counted, as the copy retry's trigger), written in English
-        all the same (:func:`core.translate.quality.looks_english`) or a fragment."""
+        all the same (:func:`core.translate.quality.looks_english`), a fragment, or a phrase said twice
+        where the source says none twice: two halves can meet in one ("… 30 Meter von der" + "von der
+        Chelsea-Goal …"), where the loop rule of either decode does not see it."""
         return (is_copy(source, text, names_aside=False) or is_fragment(source, text, self.options.target_lang)
-                or self._english(source, text))
+                or self._english(source, text) or (phrase_loop(text) is not None and phrase_loop(source) is None))
 
     def _english(self, source: str, text: str) -> bool:
         """An English source's translation written in English all the same (:func:`core.translate.quality.
@@ -294,8 +311,8 @@ class LlamaTranslator:
                 for part in parts]
         seconds = whole.seconds + sum(r.seconds for r in done)
         evaluated = whole.evaluated_tokens + sum(r.evaluated_tokens for r in done)
-        text = joiner(self.options.target_lang).join(
-            _open_end(part, r.text) for part, r in zip(parts, done, strict=True) if r.text)
+        first, second = (_open_end(part, r.text) for part, r in zip(parts, done, strict=True))
+        text = joiner(self.options.target_lang).join(t for t in (first, _after_seam(first, second)) if t)
         if self._broken(source, text) or not keeps_enough(source, whole.text, text):
             return dataclasses.replace(whole, seconds=seconds, evaluated_tokens=evaluated)
         logger.info("translation of %r was broken (%r); translated in halves: %r", source, whole.text, text)
