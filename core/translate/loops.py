@@ -44,7 +44,7 @@ def repeated_word(words: list[str], repeats: int = 3) -> bool:
     return len(tail) == repeats and tail[0] != "" and all(w == tail[0] for w in tail)
 
 
-def _key(piece: str) -> str:
+def word_key(piece: str) -> str:
     """What a token's text is compared by: lower case, without spaces and punctuation (digits kept,
     so "page 12 of it, page 13 of it" is no loop; "bud," and "bud." are the same words)."""
     return _NOT_WORD.sub("", piece).lower().replace("_", "")
@@ -56,7 +56,7 @@ def _words_in(pieces: list[str]) -> int:
     one word, so their reduplications ("一步一步", "看看") are never cut by this rule."""
     count = 0
     for i, piece in enumerate(pieces):
-        if _key(piece) and (i == 0 or piece[:1].isspace()):
+        if word_key(piece) and (i == 0 or piece[:1].isspace()):
             count += 1
     return count
 
@@ -68,7 +68,7 @@ def repeated_phrase(pieces: list[str], min_words: int = PHRASE_MIN_WORDS,
     texts, leading spaces included (:meth:`LlamaRunner.piece_of`). Found on a Shakespeare sonnet:
     "within thine own bud buriest thy content" came out as "in thine own bud, in thine own bud,",
     a loop that the word and token rules (three times) let through."""
-    keys = [_key(p) for p in pieces]
+    keys = [word_key(p) for p in pieces]
     n = len(keys)
     for span in range(2, min(max_tokens, n // 2) + 1):
         if keys[n - span:] != keys[n - 2 * span:n - span]:
@@ -81,7 +81,7 @@ def repeated_phrase(pieces: list[str], min_words: int = PHRASE_MIN_WORDS,
 def has_repeated_phrase(text: str, min_words: int = PHRASE_MIN_WORDS) -> bool:
     """Whether ``text`` (a source sentence) itself repeats a phrase of ``min_words`` or more words
     back to back ("New York, New York"): its translation may then say it twice too."""
-    words = [w for w in (_key(t) for t in text.split()) if w]
+    words = [w for w in (word_key(t) for t in text.split()) if w]
     for span in range(min_words, len(words) // 2 + 1):
         for end in range(2 * span, len(words) + 1):
             if words[end - span:end] == words[end - 2 * span:end - span]:

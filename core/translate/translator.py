@@ -27,7 +27,7 @@ from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
 from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
-from .loops import has_repeated_phrase
+from .loops import has_repeated_phrase, word_key
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
 from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop
@@ -103,9 +103,8 @@ def _after_seam(first: str, second: str, most: int = 4) -> str:
     if ends_sentence(first):  # said again after a sentence's end: meant ("… nach Hause. Nach Hause, sagte sie.")
         return second
     a, b = first.split(), second.split()
-    key = lambda w: re.sub(r"[^\w]+", "", w).lower()  # noqa: E731
     for n in range(min(most, len(a), len(b) - 1), 1, -1):
-        if [key(w) for w in a[-n:]] == [key(w) for w in b[:n]] and all(key(w) for w in b[:n]):
+        if [word_key(w) for w in a[-n:]] == [word_key(w) for w in b[:n]] and all(word_key(w) for w in b[:n]):
             return " ".join(b[n:])
     return second
 
