@@ -68,7 +68,8 @@ def test_streaming_translator_freezes_finished_sentences(translator_de):
 def test_source_longer_than_context_is_split(store, caplog):
     tr = LlamaTranslator(store.resolve("gemma-3-270m"), TranslatorOptions(target_lang="de", n_ctx=256))
     try:
-        long = " ".join(["The committee discussed the budget and the members agreed on the plan."] * 6)  # no clause cut
+        # one sentence with no clause mark: neither a sentence end nor a comma to cut at
+        long = " and then ".join(["the committee discussed the budget and the members agreed on the plan"] * 6) + "."
         with caplog.at_level("WARNING", logger="sotto"):
             result = tr.translate(long)
         assert result.text and "exceeds the translation context" in caplog.text
