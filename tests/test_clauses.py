@@ -32,6 +32,9 @@ def test_a_sentence_is_cut_only_where_both_sides_have_four_words():
 def test_a_line_of_several_sentences_is_cut_at_their_ends_but_not_after_an_abbreviation():
     assert clause_pieces("I booked the hotel for two nights. Can you call a taxi for us?") == [
         "I booked the hotel for two nights.", "Can you call a taxi for us?"]
+    # a growing live line keeps the pieces its draft was made of: no sentence cut there
+    assert clause_pieces("I booked the hotel for two nights. Can you call a taxi for us?", sentences=False) == [
+        "I booked the hotel for two nights. Can you call a taxi for us?"]
     # a short sentence joins its neighbour, as a short clause does
     assert clause_pieces("Yeah. Okay, so let's book the table now.") == ["Yeah. Okay, so let's book the table now."]
     # a bracketed caption ends where its bracket closes

@@ -45,11 +45,13 @@ def _in_quotation(text: str) -> bool:
     return text.count('"') % 2 == 1 or text.count("“") + text.count("«") > text.count("”") + text.count("»")
 
 
-def clause_pieces(source: str, min_words: int = MIN_WORDS) -> list[str]:
-    """``source`` cut after each sentence end and after each comma, semicolon or colon, where both
-    sides have at least ``min_words`` words (a short part joins the piece before it); one piece if none."""
+def clause_pieces(source: str, min_words: int = MIN_WORDS, sentences: bool = True) -> list[str]:
+    """``source`` cut after each sentence end (``sentences``) and after each comma, semicolon or colon,
+    where both sides have at least ``min_words`` words (a short part joins the piece before it); one
+    piece if none."""
     pieces: list[str] = []
-    for part in (p for sentence in _sentence_parts(source.strip()) for p in _CUT.split(sentence)):
+    parts = _sentence_parts(source.strip()) if sentences else [source.strip()]
+    for part in (p for sentence in parts for p in _CUT.split(sentence)):
         if pieces and (len(pieces[-1].split()) < min_words or len(part.split()) < min_words):
             pieces[-1] = f"{pieces[-1]} {part}"
         else:

@@ -248,7 +248,9 @@ class LlamaTranslator:
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         source = spoken
         if self.style == "few-shot" and self.options.clause_pieces:
-            pieces = clause_pieces(source)
+            # sentence ends cut only finished text with no draft (a file's line, a line never shown
+            # unfinished): a growing line keeps the pieces its draft was made of, so the draft still fits
+            pieces = clause_pieces(source, sentences=final and not draft)
             if len(pieces) > 1:
                 return self._translate_pieces(source, pieces, draft, final, draft_source)
         return self._translate_one(source, draft, final, draft_source, steer=final)
