@@ -68,6 +68,22 @@ def tr(translator_de):
     use_knobs(translator_de)
 
 
+def test_only_finished_text_without_a_draft_is_cut_at_sentence_ends(tr):
+    """A file's line goes sentence by sentence; a live line, drafted by its partial translation, keeps
+    the pieces that draft was made of (cut anew at commit, the draft no longer fits)."""
+    use_knobs(tr)
+    first, line = "I booked the hotel for two nights.", "I booked the hotel for two nights. Can you call a taxi for us?"
+    key = (tr.options.source_lang, tr.options.target_lang, first)
+    tr.forget()
+    partial = tr.translate(line[:-12])  # unfinished: no sentence cut
+    assert tr._pieces.get(key) is None
+    tr.translate(line, partial.tokens, final=True, draft_source=line[:-12])  # committed with its draft: none
+    assert tr._pieces.get(key) is None
+    tr.forget()
+    tr.translate(line, final=True)  # finished, no draft (a file's line): the first sentence is a piece
+    assert tr._pieces.get(key) is not None
+
+
 def test_pieces_are_translated_one_by_one_and_joined(tr):
     use_knobs(tr)
     tr.forget()
