@@ -42,7 +42,7 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``speakers`` section (speaker labels: on/off, how many to expect) and ``overlay.speaker_style``. Keys added
 # without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section,
-# ``asr.pause_commit``, ``asr.verify_lookahead_s``. Older files load
+# ``asr.pause_commit``, ``asr.verify_lookahead_s``, ``asr.cross_check``. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
@@ -124,6 +124,11 @@ class ASRSettings:
     # the line's last words are no longer the decode's last and conversation is heard better, but the line is
     # confirmed and translated that much later (`sotto bench meeting`, `sotto bench live`)
     verify_lookahead_s: float = _setting(0.7, NEXT_START, lo=0.3, hi=5.0)
+    # ... and by the streaming model too, the decode both models find likelier committed
+    # (core.asr.verified.VerifiedEngine.cross_check): neither hears every line of a conversation best, but
+    # on the calls the gain is within run-to-run noise, and it costs CPU and commits later
+    # (`sotto bench meeting`, `sotto bench live`), so it is the user's choice
+    cross_check: bool = _setting(False, NEXT_START)
     draft_threshold: float = _setting(0.4, NEXT_START, lo=0.0, hi=1.0)
     max_draft: int = _setting(24, NEXT_START, lo=1, hi=64)
     # also verify the drafter's runner-up at its first unsure token (same pass)

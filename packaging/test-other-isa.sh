@@ -22,6 +22,7 @@ ISA_TESTS=(
   tests/test_translation_quality.py   # frozen translations of real recordings (llama.cpp's kernels)
   tests/test_ssbd.py                  # beta 0 equals greedy on this build's kernels
   tests/test_verified.py              # which words base hears in each line (CTranslate2's int8 kernels)
+  tests/test_cross_check.py           # which model's decode of a line both models find likelier (int8 kernels)
   tests/test_meeting.py               # tiny.en int8 on speech through the speakers (without VNNI: "Thank you.")
   tests/test_calibration.py           # proxies timed against the real models, the engine chosen on these kernels
 )

@@ -812,6 +812,25 @@ def test_the_verification_wait_shows_the_setting_and_asks_to_change_it(qtbot, ap
     assert not panel._models_form.isRowVisible(panel.verify_lookahead)
 
 
+def test_cross_checking_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs):
+    """asr.cross_check is on the Models tab while lines are verified, hidden when they are not."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert panel.cross_check.isChecked() == Settings().asr.cross_check
+    assert panel._models_form.isRowVisible(panel.cross_check)
+    panel.load(Settings().with_value("asr.cross_check", False))
+    assert not panel.cross_check.isChecked()
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.cross_check.setChecked(True)
+    assert blocker.args == ["asr.cross_check", True]
+    panel.load(Settings().with_value("asr.verify_lines", False))
+    assert not panel._models_form.isRowVisible(panel.cross_check)
+
+
 def test_speed_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):
     """The Compute tab shows asr.encoder_seconds and translation.partial_share; changing them asks
     for the setting (seconds as a float, the share as a fraction)."""

@@ -290,6 +290,10 @@ class SettingsPanel(QDialog):
         form.addRow("Verify after", self.verify_lookahead)
         self.verify_lookahead.valueChanged.connect(
             lambda v: self.change_requested.emit("asr.verify_lookahead_s", round(v, 1)))
+        self.cross_check = QCheckBox("Cross-check: the speech model decodes each line too, and the decode both "
+                                     "models find likelier is kept (some calls are heard better; more CPU)")
+        form.addRow("", self.cross_check)
+        self.cross_check.toggled.connect(lambda on: self.change_requested.emit("asr.cross_check", on))
         form.addRow("Drafter", self.drafter_model)
         form.addRow("Verifier", self.verifier_model)
         self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
@@ -613,6 +617,8 @@ class SettingsPanel(QDialog):
             self.verify_lines.setChecked(settings.asr.verify_lines)
             self.verify_lookahead.setValue(settings.asr.verify_lookahead_s)
             form.setRowVisible(self.verify_lookahead, not spec and settings.asr.verify_lines)
+            self.cross_check.setChecked(settings.asr.cross_check)
+            form.setRowVisible(self.cross_check, not spec and settings.asr.verify_lines)
             for widget in (self.drafter_model, self._draft_row, self.max_draft, self.sparse_tree,
                            self.calibrate, self._spec_note):
                 form.setRowVisible(widget, spec)

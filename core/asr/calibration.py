@@ -720,14 +720,16 @@ def demo_audio(plays: int = 2) -> np.ndarray:
 
 def measure_stream(drafter, verifier, options: StreamingOptions, audio: np.ndarray, translator=None,
                    on_status: StatusCallback | None = None, abort: threading.Event | None = None,
-                   fractions: tuple[float, float] = (0.0, 1.0)) -> StreamTimes:
+                   fractions: tuple[float, float] = (0.0, 1.0), cross_check: bool = False) -> StreamTimes:
     """Stream ``audio`` in fast mode through the app's transcriber with ``drafter`` streaming and
     ``verifier`` verifying each finished line (two :class:`~core.asr.engine.FasterWhisperEngine`),
-    translating each committed line once with ``translator`` (if any); returns each stage's busy time."""
+    translating each committed line once with ``translator`` (if any); returns each stage's busy time.
+    With ``cross_check`` (``asr.cross_check``, off by default) the drafter decodes each verified window
+    too: counted as the drafter's time, as are both models' scoring of the two decodes."""
     from .verified import VerifiedEngine, make_transcriber
 
     timed_verifier = _Timed(verifier, keep=True)
-    engine = VerifiedEngine(drafter, timed_verifier)
+    engine = VerifiedEngine(drafter, timed_verifier, cross_check=cross_check)
     transcriber = make_transcriber(engine, dataclasses.replace(options, language="en"))
     forget = getattr(translator, "forget", None)
     lo, hi = fractions

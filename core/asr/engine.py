@@ -31,6 +31,7 @@ class Hypothesis:
     words: list[Word]
     text: str
     decode_seconds: float = 0.0
+    model: str = ""  # the engine whose greedy decode this is, where a decode may come from either of two
 
 
 class ASREngine(Protocol):
@@ -135,6 +136,7 @@ class FasterWhisperEngine(ASREngine):
             logger.exception("loading Whisper model from %s failed", model_path)
             raise load_failure(model_path, "whisper-ct2", exc) from exc
         self.multilingual = self.model.model.is_multilingual
+        self._decoded: np.ndarray | None = None  # the audio of the last decode
         self.one_pass = one_pass
         rule = encoder_frames_rule(encoder_seconds)
         self.model.encoder_frames = None if rule is None else lambda features: rule(content_frames(features))
@@ -160,10 +162,22 @@ class FasterWhisperEngine(ASREngine):
                 logger.exception("decoding with %s ran out of memory", self.name)
                 raise ModelMemoryError(memory_message(self.model_name, "whisper-ct2", "run")) from exc
 
+    def text_log_probs(self, audio: np.ndarray, text: str, language: str | None = None) -> list[float]:
+        """The log-probability of each token of ``text`` as this model hears it in ``audio`` (one
+        window, ≤ 30 s): forced, without a prompt, as Whisper scores a decode's words. Reuses the
+        encoding of this engine's last decode where that was of the same ``audio`` array."""
+        with COMPUTE_GATE:
+            encoding = self.model.first_encoding if self._decoded is audio else None
+            if encoding is None:
+                encoding = self.model.encode_window(audio)
+                self._decoded = audio
+            return self.model.text_log_probs(encoding, text, (language if self.multilingual else "en") or "en")
+
     def _transcribe(self, audio: np.ndarray, prompt: str, language: str | None) -> Hypothesis:
         import time
 
         t0 = time.perf_counter()
+        self._decoded = audio  # (its first window's encoding stays with the model: text_log_probs)
         heard_until = [0.0]  # end of the last word so far (window seconds)
         window_s = audio.shape[0] / 16000
         # a second pass only for a real tail: at least TAIL_S of audio after the last word

@@ -3,11 +3,15 @@
 The only file that overrides faster-whisper's internals: :func:`one_pass_model_class` is its
 ``WhisperModel`` with ``generate_segments`` and ``encode`` (the steps inside ``transcribe``)
 replaced, so that a decode can stop after the first pass over a window and the encoder can read
-fewer feature frames than Whisper's 3000. When to stop and how many frames to read are decided by
+fewer feature frames than Whisper's 3000; and with a text's token log-probabilities read from a
+window's encoding (CTranslate2's forced alignment), to tell which of two decodes a model finds
+likelier. When to stop and how many frames to read are decided by
 :class:`~core.asr.engine.FasterWhisperEngine`, which sets the two hooks.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -35,9 +39,12 @@ def one_pass_model_class():
         encoder_frames = None  # None: Whisper's 3000 frames; else features → how many frames to read
         _passes = 0
 
+        first_encoding = None  # the encoder's output for the first pass of the last decode (text_log_probs)
+
         def generate_segments(self, features, tokenizer, options, log_progress, encoder_output=None):
             # the first pass may reuse the encoding made to detect the language
             self._passes = 0 if encoder_output is None else 1
+            self.first_encoding = encoder_output
             yield from super().generate_segments(features, tokenizer, options, log_progress, encoder_output)
 
         def encode(self, features: np.ndarray):
@@ -46,6 +53,33 @@ def one_pass_model_class():
             self._passes += 1
             if self.encoder_frames is not None:
                 features = features[..., :self.encoder_frames(features)]
-            return super().encode(features)
+            output = super().encode(features)
+            if self._passes == 1:
+                self.first_encoding = output
+            return output
+
+        def encode_window(self, audio: np.ndarray):
+            """The encoder's output for ``audio`` (≤ 30 s) as a decode's first pass reads it."""
+            from faster_whisper.audio import pad_or_trim
+
+            features = self.feature_extractor(audio)  # (with one frame of padding, which a decode leaves out)
+            self._passes = 0
+            self.encode(pad_or_trim(features[:, :min(features.shape[-1] - 1, 3000)]))
+            return self.first_encoding
+
+        def text_log_probs(self, encoding, text: str, language: str | None) -> list[float]:
+            """The log-probability of each of ``text``'s tokens as this model reads them from
+            ``encoding`` (a window's :meth:`encode_window`), forced, without a prompt and without
+            the end of text: as faster-whisper scores a decode's words."""
+            from faster_whisper.tokenizer import Tokenizer
+
+            tokenizer = Tokenizer(self.hf_tokenizer, self.model.is_multilingual, task="transcribe",
+                                  language=(language or "en") if self.model.is_multilingual else None)
+            tokens = tokenizer.encode(" " + text.strip()) if text.strip() else []
+            if not tokens:
+                return []
+            frames = int(encoding.shape[1]) * 2  # (the alignment's frames; the probabilities do not depend on them)
+            result = self.model.align(encoding, tokenizer.sot_sequence, [tokens], frames)
+            return [math.log(max(p, 1e-12)) for p in result[0].text_token_probs]
 
     return OnePassWhisperModel

@@ -46,6 +46,7 @@ class ASREngineSpec:
     encoder_seconds: float
     speculative_encoder_seconds: float
     verify_lines: bool
+    cross_check: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ASREngineSpec:
@@ -310,7 +311,7 @@ def create_asr_engine(settings: Settings, store: ModelStore, on_status: StatusCa
         on_status(f"Loading speech model {spec.verifier} (it verifies each finished line)", None)
     verifier = FasterWhisperEngine(verifier_path, device=spec.compute_device, compute_type=spec.compute_dtype,
                                    encoder_seconds=spec.encoder_seconds)
-    return VerifiedEngine(engine, verifier)
+    return VerifiedEngine(engine, verifier, cross_check=spec.cross_check)
 
 
 def create_translator(
