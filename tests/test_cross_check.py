@@ -106,3 +106,36 @@ def test_the_setting_reaches_the_engine(store):
         assert engine.cross_check is on and engine.verifies_lines
     # off by default: more CPU and later lines for a gain within noise on the calls (docs/BENCHMARKS.md)
     assert not Settings().asr.cross_check
+
+
+@pytest.mark.slow
+def test_a_failing_cross_check_leaves_the_verifiers_decode(store, shared):
+    """A drafter that fails while scoring (a fault put into the real engine) costs the line its second
+    opinion, not its verification."""
+    from core.asr import FasterWhisperEngine
+    from core.asr.verified import VerifiedEngine
+    from core.audio import decode_file
+
+    class Failing:
+        def __init__(self, engine):
+            self.engine, self.calls = engine, 0
+
+        def __getattr__(self, name):
+            return getattr(self.engine, name)
+
+        def text_log_probs(self, *args, **kwargs):
+            self.calls += 1
+            raise RuntimeError("scoring failed")
+
+    tiny, base = (FasterWhisperEngine(store.resolve(name)) for name in ("whisper-tiny.en", "whisper-base"))
+    drafter = Failing(tiny)
+    engine = VerifiedEngine(drafter, base, cross_check=True)
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    for start in range(0, 24, 3):  # windows until one that base is unsure of is cross-checked
+        clip = audio[start * 16000:(start + 6) * 16000]
+        hypothesis = engine.verify(clip, "", "en")
+        assert hypothesis.model == base.name
+        assert hypothesis.text == base.transcribe(clip, "", "en").text
+        if drafter.calls:
+            break
+    assert drafter.calls >= 1

@@ -631,19 +631,26 @@ class VerifiedEngine:
         if not self.cross_check or (first.words and not degenerate(first.text)
                                     and doubt(first) >= CROSS_CHECK_BELOW):
             return first
-        second = dataclasses.replace(self.drafter.transcribe(audio, prompt, language, abort=abort),
-                                     model=self.drafter.name)
-        pick = first
-        if second.words and not degenerate(second.text):
-            if not first.words or degenerate(first.text):
-                pick = second
-            else:
-                models = (self.verifier, self.drafter)
-                scores = [[m.text_log_probs(audio, h.text, language) for m in models] for h in (first, second)]
-                if second_likelier(*scores):
-                    pick = second
+        try:
+            pick = self._likelier(first, audio, prompt, language, abort)
+        except Interrupted:
+            raise
+        except Exception:  # the check is a second opinion: without it the line is still the verifier's
+            logger.exception("cross-checking a line with %s failed; the verifier's decode stands", self.drafter.name)
+            pick = first
         self.chosen[pick.model] += 1
         return pick
+
+    def _likelier(self, first, audio, prompt, language, abort):
+        second = dataclasses.replace(self.drafter.transcribe(audio, prompt, language, abort=abort),
+                                     model=self.drafter.name)
+        if not second.words or degenerate(second.text):
+            return first
+        if not first.words or degenerate(first.text):
+            return second
+        models = (self.verifier, self.drafter)
+        scores = [[m.text_log_probs(audio, h.text, language) for m in models] for h in (first, second)]
+        return second if second_likelier(*scores) else first
 
     def interrupt(self) -> None:
         self.drafter.interrupt()
