@@ -290,8 +290,8 @@ class SettingsPanel(QDialog):
         form.addRow("Verify after", self.verify_lookahead)
         self.verify_lookahead.valueChanged.connect(
             lambda v: self.change_requested.emit("asr.verify_lookahead_s", round(v, 1)))
-        self.cross_check = QCheckBox("Cross-check: the speech model decodes each line too, and the decode both "
-                                     "models find likelier is kept (some calls are heard better; more CPU)")
+        self.cross_check = QCheckBox("Cross-check: the speech model also decodes each line the verifier is unsure "
+                                     "of, and the decode both models find likelier is kept (more CPU)")
         form.addRow("", self.cross_check)
         self.cross_check.toggled.connect(lambda on: self.change_requested.emit("asr.cross_check", on))
         form.addRow("Drafter", self.drafter_model)

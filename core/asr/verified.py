@@ -576,16 +576,15 @@ def mean_log_prob(log_probs: list[float]) -> float:
     return sum(log_probs) / len(log_probs) if log_probs else -math.inf
 
 
-# a window is cross-checked only where the verifier's decode is this unsure: its words' mean log-probability
-# below it. Where base is sure, tiny.en seldom wins (the reading: 41 of 64 windows skipped at the same WER,
-# a third of the cost), while nearly every window of a call is unsure (`sotto bench meeting`).
+# a window is cross-checked only where the verifier's decode is this unsure (:func:`doubt` below it): where
+# base is sure the drafter seldom wins, and long, clearly spoken lines would pay a second decode for nothing,
+# while nearly every window of a call is unsure (docs/BENCHMARKS.md, `sotto bench meeting` and `bench live`)
 CROSS_CHECK_BELOW = -0.2
 
 
 def doubt(hypothesis) -> float:
-    """A decode's mean word log-probability (0 for no words): how sure the model is of it."""
-    words = hypothesis.words
-    return sum(math.log(max(w.probability, 1e-6)) for w in words) / len(words) if words else 0.0
+    """How sure a model is of its decode: the mean log-probability of its words (−∞ for no words)."""
+    return mean_log_prob([math.log(max(w.probability, 1e-6)) for w in hypothesis.words])
 
 
 def second_likelier(first: list[list[float]], second: list[list[float]]) -> bool:
@@ -614,7 +613,7 @@ class VerifiedEngine:
         self.drafter = drafter
         self.verifier = verifier
         self.cross_check = cross_check
-        self.chosen: Counter[str] = Counter()  # how many verified windows each model's decode won
+        self.chosen: Counter[str] = Counter()  # how many cross-checked windows each model's decode won
         self.name = f"{drafter.name} verified by {verifier.name}" + (" (cross-checked)" if cross_check else "")
 
     @property

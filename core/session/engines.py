@@ -46,7 +46,7 @@ class ASREngineSpec:
     encoder_seconds: float
     speculative_encoder_seconds: float
     verify_lines: bool
-    cross_check: bool = False
+    cross_check: bool
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ASREngineSpec:
