@@ -56,9 +56,10 @@ import contextlib
 import csv
 import re
 import sys
+import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -521,8 +522,28 @@ def _row(recording: Recording, config: str, audio_s: float, ref: list[str], text
     return row
 
 
+def at_gain(recordings: list[Recording], gain_db: float, folder: Path) -> list[Recording]:
+    """The recordings as 16 kHz WAV files in ``folder``, ``gain_db`` louder (negative: quieter; a quiet
+    voice, a far microphone), for the live path and offline decoding alike."""
+    import wave
+
+    from core.audio import decode_file
+
+    out = []
+    for rec in recordings:
+        audio = np.clip(decode_file(rec.path) * 10.0 ** (gain_db / 20.0), -1.0, 1.0)
+        path = folder / f"{rec.name}.wav"
+        with wave.open(str(path), "wb") as f:
+            f.setnchannels(1)
+            f.setsampwidth(2)
+            f.setframerate(16000)
+            f.writeframes(np.round(audio * 32767).astype("<i2").tobytes())
+        out.append(replace(rec, path=path))
+    return out
+
+
 def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, verify: bool = True,
-        overrides: list[str] = ()) -> dict:
+        overrides: list[str] = (), gain_db: float = 0.0) -> dict:
     from core.asr import FasterWhisperEngine
     from core.audio import decode_file
     from core.models import ModelStore
@@ -540,6 +561,9 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     asr = create_asr_engine(settings, store)
     translator = create_translator(settings, store)
     rows = []
+    scratch = tempfile.TemporaryDirectory(prefix="sotto-meeting-") if gain_db else None
+    if scratch is not None:
+        recordings = at_gain(recordings, gain_db, Path(scratch.name))
     try:
         for rec in recordings:
             ref = normalise(rec.reference)
@@ -584,8 +608,11 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     finally:
         if translator is not None:
             translator.close()
+        if scratch is not None:
+            scratch.cleanup()
     return {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "mode": "real time" if realtime else "fast",
             "rounds": rounds if realtime else 1, "target": target, "models": models, "overrides": list(overrides),
+            "gain_db": gain_db,
             "recordings": [r.name for r in recordings], "rows": rows, "totals": totals(rows)}
 
 
@@ -638,7 +665,8 @@ def table(result: dict) -> str:
     head = ("| recording | config | audio s | words out / ref | WER | S | D | I | CPU-s/audio-s "
             "| drafter + verifier s/audio-s | first seen p50 / p90 | committed p50 / p90 | lost (dropped line "
             "/ verifier cut / VAD / never committed / other) of reliably heard | committed twice |")
-    out = [f"Measured {result['date']} on {result['machine']} ({result['mode']}; target {result['target']}; "
+    gain = f"; {result['gain_db']:+g} dB" if result.get("gain_db") else ""
+    out = [f"Measured {result['date']} on {result['machine']} ({result['mode']}; target {result['target']}{gain}; "
            "WER after Whisper's English normaliser, fillers out).", "", head,
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
@@ -700,6 +728,9 @@ def main(argv: list[str] | None = None) -> int:
                              "does not keep up)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for the live path, e.g. asr.pause_commit=true (repeatable)")
+    parser.add_argument("--gain", type=float, default=0.0, metavar="DB",
+                        help="replay every recording this many dB louder; negative is quieter (-20: a quiet voice "
+                             "or a far microphone)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     recordings = [] if args.no_shared else shared_recordings()
@@ -714,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     if not recordings:
         parser.error("no recordings to run (see --data, --split, --only).")
     result = run(recordings, args.realtime, max(1, args.rounds), args.target, verify=not args.unverified,
-                 overrides=args.set)
+                 overrides=args.set, gain_db=args.gain)
     return report(result, args.json, table(result))
 
 

@@ -154,6 +154,9 @@ class ASRSettings:
     vad: bool = _setting(True, NEXT_START)
     vad_threshold: float = _setting(0.5, NEXT_START, lo=0.05, hi=0.95)
     vad_min_silence_s: float = _setting(0.5, NEXT_START, lo=0.1, hi=5.0)
+    # the voice activity detector hears the audio without rumble and a quiet voice raised
+    # (core.audio.vad.VadInput); off: as it came, and a quiet or far voice may go unheard
+    vad_level: bool = _setting(True, NEXT_START)
     utterance_end_s: float = _setting(2.0, NEXT_START, lo=0.5, hi=10.0)
     # a line also ends at a clause mark or a short pause once it holds this many words (0: sentence ends only)
     clause_min_words: int = _setting(6, NEXT_START, lo=0, hi=60)

@@ -42,6 +42,7 @@ class StreamingOptions:
     use_vad: bool = True
     vad_threshold: float = 0.5
     vad_min_silence_s: float = 0.5
+    vad_level: bool = True  # the detector hears rumble filtered out and a quiet voice raised (VadInput)
     utterance_end_s: float = 2.0
     pre_roll_s: float = 0.4
     # A caption line also ends, once it holds ``clause_min_words`` words, at a clause mark (, ; :)
@@ -162,7 +163,8 @@ class StreamingTranscriber:
         self.options = options or StreamingOptions()
         opts = self.options
         self.vad = (
-            VoiceActivityDetector(VadOptions(opts.vad_threshold, opts.vad_min_silence_s)) if opts.use_vad else None
+            VoiceActivityDetector(VadOptions(opts.vad_threshold, opts.vad_min_silence_s, level=opts.vad_level))
+            if opts.use_vad else None
         )
         self.window = AudioWindow(opts.max_buffer_s + MAX_PIECE_S + 2.0)
         self.hyp = HypothesisBuffer()

@@ -4,6 +4,12 @@ The model ships inside faster-whisper (no download). :class:`VoiceActivityDetect
 keeps the LSTM state and the 64-sample context between calls, so audio can be
 fed in chunks of any size; it reports per-window speech probabilities and
 speech start/end events with hysteresis and a minimum silence.
+
+Silero hears speech by its level as well as its shape: a quiet voice (a far microphone, a remote
+participant at low volume, a voice under low rumble) gives it no speech at all, although Whisper hears
+it well. So the detector listens to the audio through :class:`VadInput` (a rumble filter and a level
+that raises a quiet voice), and only the detector does: the speech models get the audio
+as it came.
 """
 
 from __future__ import annotations
@@ -20,11 +26,86 @@ CONTEXT = 64
 
 @dataclass
 class VadOptions:
-    """Thresholds: speech starts at ``threshold``; ends after ``min_silence_s`` below ``threshold - 0.15``."""
+    """Thresholds: speech starts at ``threshold``; ends after ``min_silence_s`` below ``threshold - 0.15``.
+    ``level``: the detector hears the audio through :class:`VadInput` (off: as it came)."""
 
     threshold: float = 0.5
     min_silence_s: float = 0.8
     min_speech_s: float = 0.25
+    level: bool = True
+
+
+HIGH_PASS_HZ = 100.0  # rumble, handling noise and hum lie below; the voice's fundamental mostly above
+HIGH_PASS_TAPS = 640  # 40 ms: the filter's impulse response has decayed below 1e-7 by then
+# A voice whose loudest windows reach LOUD_DBFS is heard as it came (the detector's decisions on ordinary
+# recordings stay as they were); a quieter one is raised to it. Raising more than needed costs: Silero's
+# state follows the level, so noise raised in a pause makes the next words' onset look weaker.
+LOUD_DBFS = -30.0
+MAX_GAIN_DB = 30.0  # at most this much louder: a noise floor at -80 dBFS stays at -50
+RELEASE_DB_PER_S = 3.0  # how fast the loudest level forgets a loud sound
+
+
+def _high_pass_response(cutoff_hz: float = HIGH_PASS_HZ, taps: int = HIGH_PASS_TAPS) -> np.ndarray:
+    """The impulse response of a 2nd-order Butterworth high-pass (the audio-EQ cookbook's biquad), cut where
+    it has decayed: applied by convolution it is the recursive filter, causal, without a linear-phase delay."""
+    w0 = 2.0 * np.pi * cutoff_hz / SAMPLE_RATE
+    alpha = np.sin(w0) / np.sqrt(2.0)  # Q = 1/sqrt(2)
+    cos = np.cos(w0)
+    b = np.array([(1 + cos) / 2, -(1 + cos), (1 + cos) / 2]) / (1 + alpha)
+    a1, a2 = -2 * cos / (1 + alpha), (1 - alpha) / (1 + alpha)
+    h = np.zeros(taps)
+    x1 = x2 = y1 = y2 = 0.0
+    for n in range(taps):
+        x0 = 1.0 if n == 0 else 0.0
+        y0 = b[0] * x0 + b[1] * x1 + b[2] * x2 - a1 * y1 - a2 * y2
+        h[n], x2, x1, y2, y1 = y0, x1, x0, y1, y0
+    return h.astype(np.float32)
+
+
+class VadInput:
+    """What the detector hears: the audio without its rumble (below ``HIGH_PASS_HZ``), each 32 ms window
+    brought up so that the loudest window of the last seconds sits at ``LOUD_DBFS`` (at most ``MAX_GAIN_DB``
+    louder, never quieter). The loudest level follows a louder window at once and forgets it at
+    ``RELEASE_DB_PER_S``; a stream starts as if a voice at ``LOUD_DBFS`` had just been heard, so its first
+    seconds are heard as they came and a quiet voice is raised within a few seconds. Chunks of any size
+    give the same result."""
+
+    def __init__(self) -> None:
+        self._h = _high_pass_response()
+        self._spectra: dict[int, np.ndarray] = {}
+        self._release = 10.0 ** (-RELEASE_DB_PER_S * WINDOW / SAMPLE_RATE / 20.0)
+        self._loud_target = 10.0 ** (LOUD_DBFS / 20.0)
+        self._max_gain = 10.0 ** (MAX_GAIN_DB / 20.0)
+        self.reset()
+
+    def reset(self) -> None:
+        self._history = np.zeros(len(self._h) - 1, dtype=np.float32)
+        self._loud = self._loud_target
+
+    def filter(self, chunk: np.ndarray) -> np.ndarray:
+        """The chunk high-passed, the filter's state carried over from the chunks before."""
+        if chunk.size == 0:
+            return chunk
+        taps = len(self._h)
+        buf = np.concatenate([self._history, chunk])
+        self._history = buf[-(taps - 1):].copy()
+        size = 1 << int(np.ceil(np.log2(buf.size + taps - 1)))
+        spectrum = self._spectra.get(size)
+        if spectrum is None:
+            spectrum = self._spectra.setdefault(size, np.fft.rfft(self._h, size))
+        out = np.fft.irfft(np.fft.rfft(buf, size) * spectrum, size)[taps - 1:buf.size]
+        return out.astype(np.float32)
+
+    def gains(self, windows: np.ndarray) -> np.ndarray:
+        """Each window's gain (rows of ``WINDOW`` filtered samples, in order), the level state carried over."""
+        rms = np.sqrt(np.mean(np.square(windows, dtype=np.float64), axis=1))
+        out = np.empty(len(rms), dtype=np.float32)
+        loud, release, target, top = self._loud, self._release, self._loud_target, self._max_gain
+        for i, r in enumerate(rms.tolist()):
+            loud = max(r, loud * release)
+            out[i] = min(top, max(1.0, target / loud))
+        self._loud = loud
+        return out
 
 
 @dataclass
@@ -54,6 +135,7 @@ class VoiceActivityDetector:
     def __init__(self, options: VadOptions | None = None) -> None:
         self.options = options or VadOptions()
         self._session = _silero_session()
+        self._input = VadInput() if self.options.level else None
         self.reset()
 
     def reset(self) -> None:
@@ -68,10 +150,15 @@ class VoiceActivityDetector:
         self._silence_run = 0
         self._candidate_start = 0.0
         self.last_speech_time = -1.0
+        if self._input is not None:
+            self._input.reset()
 
     def probabilities(self, chunk: np.ndarray) -> np.ndarray:
         """Speech probability for every complete 512-sample window (leftovers kept for next call)."""
-        audio = np.concatenate([self._pending, np.asarray(chunk, dtype=np.float32)])
+        chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
+        if self._input is not None:
+            chunk = self._input.filter(chunk)
+        audio = np.concatenate([self._pending, chunk])
         n = audio.shape[0] // WINDOW
         self._pending = audio[n * WINDOW:].copy()
         if n == 0:
@@ -83,6 +170,8 @@ class VoiceActivityDetector:
             contexts[1:] = windows[:-1, -CONTEXT:]
         self._context = windows[-1, -CONTEXT:].copy()
         batch = np.concatenate([contexts, windows], axis=1)
+        if self._input is not None:
+            batch = np.clip(batch * self._input.gains(windows)[:, None], -1.0, 1.0)
         out, self._h, self._c = self._session.run(None, {"input": batch, "h": self._h, "c": self._c})
         return np.asarray(out, dtype=np.float32).reshape(-1)
 

@@ -260,7 +260,8 @@ def streaming_options(settings: Settings) -> StreamingOptions:
     asr = settings.asr
     return StreamingOptions(language=asr.language, min_chunk_s=asr.min_chunk_s, buffer_trim_s=asr.buffer_trim_s,
                             use_vad=asr.vad, vad_threshold=asr.vad_threshold,
-                            vad_min_silence_s=asr.vad_min_silence_s, utterance_end_s=asr.utterance_end_s,
+                            vad_min_silence_s=asr.vad_min_silence_s, vad_level=asr.vad_level,
+                            utterance_end_s=asr.utterance_end_s,
                             clause_min_words=asr.clause_min_words, max_line_words=asr.max_line_words,
                             pause_commit=asr.pause_commit)
 
