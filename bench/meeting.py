@@ -562,9 +562,9 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     translator = create_translator(settings, store)
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="sotto-meeting-") if gain_db else None
-    if scratch is not None:
-        recordings = at_gain(recordings, gain_db, Path(scratch.name))
     try:
+        if scratch is not None:
+            recordings = at_gain(recordings, gain_db, Path(scratch.name))
         for rec in recordings:
             ref = normalise(rec.reference)
             audio = decode_file(rec.path)

@@ -80,7 +80,7 @@ def test_a_quiet_voice_is_captioned(tiny_engine, shared):
     sentences, st, _updates = transcribe_stream(tiny_engine, quiet, chunk_s=0.5)
     text = normalize_english(_text(sentences))
     wer = word_error_rate(ref, text)
-    # tiny.en streamed alone (no verifier): about 0.3 here, against 1.0 when the detector hears nothing
+    # tiny.en streamed alone, no verifier to mend its words: a loose bound; 1.0 when the detector hears nothing
     assert wer <= 0.45, (wer, _text(sentences))
     assert "original one" in text and "long pause" in text, text
 
@@ -346,9 +346,10 @@ def _commit_delays(engine, audio: np.ndarray, step_s: float, **options) -> list[
 
 
 def _committed_when(lines: list[tuple[str, float, float]], spellings: tuple[str, ...]) -> float:
-    """When the first line holding the phrase (in any of its spellings) was committed: seconds of audio."""
-    return next(end + delay for text, end, delay in lines
-                if any(spelling in normalize_english(text) for spelling in spellings))
+    """When the first line holding the phrase (in any of its spellings) was committed: seconds of audio
+    (infinity where no line holds it, so the comparison fails with the lines in its message)."""
+    return next((end + delay for text, end, delay in lines
+                 if any(spelling in normalize_english(text) for spelling in spellings)), float("inf"))
 
 
 def test_a_line_before_a_pause_is_committed_at_the_pause(tiny_engine, shared):

@@ -90,9 +90,9 @@ class VadInput:
         buf = np.concatenate([self._history, chunk])
         self._history = buf[-(taps - 1):].copy()
         size = 1 << int(np.ceil(np.log2(buf.size + taps - 1)))
-        spectrum = self._spectra.get(size)
-        if spectrum is None:
-            spectrum = self._spectra.setdefault(size, np.fft.rfft(self._h, size))
+        if size not in self._spectra:  # a few sizes at most: the chunks' lengths rounded up to powers of two
+            self._spectra[size] = np.fft.rfft(self._h, size)
+        spectrum = self._spectra[size]
         out = np.fft.irfft(np.fft.rfft(buf, size) * spectrum, size)[taps - 1:buf.size]
         return out.astype(np.float32)
 
