@@ -123,6 +123,9 @@ def meeting(tmp_path):
                    check=True, capture_output=True)
     yield env
     subprocess.run(["pulseaudio", "--kill"], env=env, capture_output=True)
+    # --kill only signals the daemon: removed before it has exited, its runtime folder comes back (pid file)
+    wait_for(lambda: subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode != 0, 10,
+             "pulseaudio to exit")
     shutil.rmtree(runtime, ignore_errors=True)
 
 
