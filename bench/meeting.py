@@ -430,6 +430,7 @@ class LiveRun:
     collapsed: int = 0
     committed_tokens: list[tuple[str, float, float]] = field(default_factory=list)  # normalised, with its line's times
     drafter_tokens: list[tuple[str, float, float]] = field(default_factory=list)  # the same for the drafter's lines
+    rechecks: int = 0  # lines decoded again later (VerifyOptions.recheck_s)
 
 
 def line_tokens(lines) -> list[tuple[str, float, float]]:
@@ -476,6 +477,7 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
     log = [{"drafted": x.drafted, "drafted_s": [round(x.drafted_start, 2), round(x.drafted_end, 2)],
             "committed": None if id(x) in gone else x.sentence.text, "fallback": x.fallback,
             "decoded_s": [round(x.start, 2), round(x.end, 2)], "kept": list(x.kept),
+            "first": " ".join(f"{w.text.strip()}@{w.probability:.2f}" for w in getattr(x, "first", [])),
             "words": " ".join(f"{w.text.strip()}@{w.start:.2f}" for w in x.words)}
            for x in sorted(verified + dropped, key=lambda x: x.end)] if verified is not None else []
     trace = LiveTrace(normalise(committed), [(normalise(t), d) for t, d in drafter],
@@ -486,7 +488,7 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
                    getattr(transcriber, "carried", 0), inner.decode_seconds,
                    getattr(transcriber, "verify_seconds", 0.0), drafter, log,
                    sum(1 for x in verified or [] if not x.fallback and collapsed(x.words[x.kept[0]:x.kept[1]])),
-                   line_tokens(recorder.lines), line_tokens(drafter_lines))
+                   line_tokens(recorder.lines), line_tokens(drafter_lines), getattr(transcriber, "rechecks", 0))
 
 
 # -- offline decoding ------------------------------------------------------------------------
@@ -507,8 +509,8 @@ def decode_offline(engine, audio: np.ndarray) -> tuple[str, list]:
 # -- the run ---------------------------------------------------------------------------------
 ROW_KEYS = ("recording", "split", "config", "round", "audio_s", "ref_words", "words_out", "wer", "sub", "del",
             "ins", "cpu_per_audio_s", "first_seen_p50", "first_seen_p90", "committed_p50", "committed_p90",
-            "lines", "dropped_lines", "merged_lines", "carried_lines", "fallbacks", "fell_behind", "reliable_words",
-            "lost", "lost_words",
+            "lines", "dropped_lines", "merged_lines", "carried_lines", "rechecked_lines", "fallbacks", "fell_behind",
+            "reliable_words", "lost", "lost_words",
             "repeats", "drafter", "drafter_repeats", "draft_s_per_audio_s", "verify_s_per_audio_s", "transcript",
             "collapsed_lines", "drafter_transcript", "line_log")
 
@@ -587,7 +589,7 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
                 losses = classify_losses(ref, offline, live.trace)
                 drafted = [w for words, _dropped in live.trace.drafter_lines for w in words]
                 row.update(latencies(live.frames, ref, heard), lines=live.lines, dropped_lines=live.dropped,
-                           merged_lines=live.merges, carried_lines=live.carried,
+                           merged_lines=live.merges, carried_lines=live.carried, rechecked_lines=live.rechecks,
                            fallbacks=live.fallbacks, fell_behind=live.fell_behind, reliable_words=len(heard),
                            lost={k: sum(1 for x in losses if x.kind == k) for k in LOSS_KINDS},
                            lost_words=[{**asdict(x), "context": " ".join(ref[max(0, x.index - 3):x.index + 4])}
@@ -638,7 +640,7 @@ def totals(rows: list[dict]) -> list[dict]:
             total["reliable_words"] = sum(r["reliable_words"] for r in group)
             total["lost"] = {k: sum(r["lost"][k] for r in group) for k in LOSS_KINDS}
             total["repeats"] = sum(len(r["repeats"]) for r in group)
-            for k in ("dropped_lines", "merged_lines", "carried_lines"):
+            for k in ("lines", "dropped_lines", "merged_lines", "carried_lines", "rechecked_lines"):
                 total[k] = sum(r[k] for r in group)
             drafter = {k: sum(r["drafter"][k] for r in group) for k in ("words_out", "sub", "del", "ins")}
             errors = drafter["sub"] + drafter["del"] + drafter["ins"]
@@ -678,15 +680,16 @@ def table(result: dict) -> str:
                    f"{f(r['committed_p90'])} | {lost(r)}{heard} | "
                    f"{'–' if r['repeats'] is None else len(r['repeats'])} |")
     out += ["", "| total | recordings | audio s | words out / ref | WER | S | D | I | CPU-s/audio-s | lost | "
-            "committed twice | lines dropped / merged / carried |",
+            "committed twice | lines / dropped / merged / carried / rechecked |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t in result["totals"]:
         name = t["config"] + (f" (round {t['round']})" if t["round"] else "")
         heard = f" of {t['reliable_words']}" if "reliable_words" in t else ""
         out.append(f"| {name} | {t['recordings']} | {t['audio_s']} | {t['words_out']} / {t['ref_words']} | "
                    f"{f(t['wer'], '{:.1%}')} | {t['sub']} | {t['del']} | {t['ins']} | {f(t['cpu_per_audio_s'])} | "
-                   f"{lost(t)}{heard} | {t.get('repeats', '–')} | {t.get('dropped_lines', '–')} / "
-                   f"{t.get('merged_lines', '–')} / {t.get('carried_lines', '–')} |")
+                   f"{lost(t)}{heard} | {t.get('repeats', '–')} | {t.get('lines', '–')} / "
+                   f"{t.get('dropped_lines', '–')} / {t.get('merged_lines', '–')} / {t.get('carried_lines', '–')} / "
+                   f"{t.get('rechecked_lines', '–')} |")
     live = [r for r in result["rows"] if r.get("drafter")] + [t for t in result["totals"] if t.get("drafter")]
     if live:
         out += ["", "The drafter's lines before verification (every line it finished, dropped ones too), against "

@@ -42,7 +42,7 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``speakers`` section (speaker labels: on/off, how many to expect) and ``overlay.speaker_style``. Keys added
 # without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section,
-# ``asr.pause_commit``, ``asr.verify_lookahead_s``, ``asr.cross_check``. Older files load
+# ``asr.pause_commit``, ``asr.verify_lookahead_s``, ``asr.cross_check``, ``asr.verify_recheck_s``. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
@@ -124,6 +124,12 @@ class ASRSettings:
     # the line's last words are no longer the decode's last and conversation is heard better, but the line is
     # confirmed and translated that much later (`sotto bench meeting`, `sotto bench live`)
     verify_lookahead_s: float = _setting(0.7, NEXT_START, lo=0.3, hi=5.0)
+    # ... and a line the verifier heard otherwise than the drafter is decoded again once this much audio after it
+    # has arrived (core.asr.verified.VerifyOptions.recheck_s; 0: never): where the two models agree the line is
+    # still confirmed at verify_lookahead_s. Conversation is heard better and steadier, but about half the lines
+    # of a call and a third of a reading wait, so a finished sentence's translation comes late in the tail and
+    # the CPU rises (`sotto bench meeting`, `sotto bench live`): the user's choice
+    verify_recheck_s: float = _setting(0.0, NEXT_START, lo=0.0, hi=8.0)
     # ... and by the streaming model too, the decode both models find likelier committed
     # (core.asr.verified.VerifiedEngine.cross_check): neither hears every line of a conversation best, but
     # on the calls the gain is within run-to-run noise, and it costs CPU and commits later

@@ -812,6 +812,25 @@ def test_the_verification_wait_shows_the_setting_and_asks_to_change_it(qtbot, ap
     assert not panel._models_form.isRowVisible(panel.verify_lookahead)
 
 
+def test_the_recheck_shows_the_setting_off_by_default_and_asks_to_change_it(qtbot, app_dirs):
+    """asr.verify_recheck_s is on the Models tab while lines are verified, "Off" at 0 (the default)."""
+    from app.views.settings_panel import SettingsPanel
+    from core.models import ModelStore
+    from core.settings import Settings
+
+    panel = SettingsPanel(Settings(), ModelStore().list(), [("", "System default")], cuda_available=False)
+    qtbot.addWidget(panel)
+    assert Settings().asr.verify_recheck_s == 0.0 and panel.verify_recheck.text() == "Off"
+    assert panel._models_form.isRowVisible(panel.verify_recheck)
+    panel.load(Settings().with_value("asr.verify_recheck_s", 2.5))
+    assert panel.verify_recheck.value() == 2.5 and panel.verify_recheck.text() == "2.5 s"
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.verify_recheck.setValue(3.0)
+    assert blocker.args == ["asr.verify_recheck_s", 3.0]
+    panel.load(Settings().with_value("asr.verify_lines", False))
+    assert not panel._models_form.isRowVisible(panel.verify_recheck)
+
+
 def test_cross_checking_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs):
     """asr.cross_check is on the Models tab while lines are verified, hidden when they are not."""
     from app.views.settings_panel import SettingsPanel

@@ -241,6 +241,71 @@ def test_a_step_that_verifies_a_line_leaves_the_drafters_decode_to_the_next(acou
     assert [u.timings.asr for u in steps] == [0.0] * len(steps)
 
 
+def test_a_line_heard_otherwise_than_drafted_is_decoded_again_later(verified_engine, acoustic, store):
+    """With ``recheck_s`` (``asr.verify_recheck_s``, off by default): where the verifier's first decode
+    of a line has the drafter's words, the line is committed then (``lookahead_s`` after it); where it
+    heard other words, the line waits for ``recheck_s`` of audio after it and is decoded again, and
+    that decode is committed, still a run of the verifier's greedy words for its audio and prompt."""
+    from core.asr import FasterWhisperEngine
+    from core.asr.verified import VerifyOptions, make_transcriber, word_key
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = acoustic[0]
+    options = VerifyOptions(recheck_s=2.5)
+    transcriber = make_transcriber(verified_engine, streaming_options(Settings()), options)
+    for i in range(0, len(audio), 8000):
+        transcriber.push(audio[i:i + 8000])
+    transcriber.finish()
+    end = len(audio) / 16000 - 0.01
+
+    def keys(text):
+        return [k for k in map(word_key, text.split()) if k]
+
+    own = [x for x in transcriber.lines if x.seconds > 0 and not x.fallback and x.end < end]  # not carried
+    early = [x for x in own if x.end < x.drafted_end + options.recheck_s - 0.01]
+    late = [x for x in own if x.first]
+    for x in own:
+        print(f"{x.drafted!r} -> {x.sentence.text!r}: decoded {x.end - x.drafted_end:.2f} s after the line")
+    assert transcriber.rechecks >= 1 and len(late) >= 1 and len(early) >= 3
+    assert all(keys(x.sentence.text) == keys(x.drafted) for x in early), \
+        [(x.drafted, x.sentence.text) for x in early if keys(x.sentence.text) != keys(x.drafted)]
+    again = FasterWhisperEngine(store.resolve("whisper-base"))
+    for x in late:
+        assert x.end >= x.drafted_end + options.recheck_s - 0.01
+        assert keys(" ".join(w.text for w in x.first)) != keys(x.drafted)  # why it waited
+        clip = audio[int(round(x.start * 16000)):int(round(x.end * 16000))]
+        redo = again.transcribe(clip, x.prompt, "en")
+        assert [w.text for w in redo.words] == [w.text for w in x.words], x
+    # off (the default), no line waits for more than its decode
+    assert acoustic[1].rechecks == 0 and not any(x.first for x in acoustic[1].lines)
+
+
+def test_a_stop_while_a_line_waits_for_its_recheck_keeps_its_first_decode(verified_engine, acoustic):
+    """A Stop (abort, then finish) while lines wait for their recheck commits each as its first decode
+    heard it, verified (the verifier's greedy words), not the drafter's line marked unverified."""
+    from core.asr.verified import VerifyOptions, make_transcriber, word_key
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = acoustic[0]
+    transcriber = make_transcriber(verified_engine, streaming_options(Settings()), VerifyOptions(recheck_s=8.0))
+    for i in range(0, len(audio), 8000):
+        transcriber.push(audio[i:i + 8000])
+    assert transcriber.rechecks >= 1
+    waiting = sum(1 for p in transcriber._pending if p.first is not None)  # lines held for their recheck
+    assert waiting >= 1, "no line was waiting for its recheck at the Stop"
+    transcriber.abort()
+    transcriber.finish(decode=False)  # as the pipeline's quick Stop
+
+    def keys(text):
+        return [k for k in map(word_key, text.split()) if k]
+
+    kept = [x for x in transcriber.lines if x.sentence.verified and x.end < x.drafted_end + 8.0 - 0.01
+            and keys(x.sentence.text) != keys(x.drafted)]
+    assert len(kept) >= waiting, [(x.drafted, x.sentence.text, x.sentence.verified) for x in transcriber.lines]
+
+
 def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word():
     from core.asr.verified import VerifyOptions, select_line
 
@@ -454,7 +519,7 @@ def test_a_missing_verifier_leaves_the_drafter_captioning_with_one_sentence(stor
 def test_the_verification_wait_is_the_settings(verified_engine, shared):
     """``asr.verify_lookahead_s`` reaches the verifier through the pipeline: each line is decoded with at
     least that much audio after the drafter's line (save at the stream's end), and the app's default
-    decodes some lines with less than 2.5 s after them."""
+    decodes some lines with less than 2.5 s after them; ``asr.verify_recheck_s`` reaches it too."""
     from core.audio.sources import FileSource
     from core.session.pipeline import CaptionPipeline
     from core.settings import Settings
@@ -472,3 +537,8 @@ def test_the_verification_wait_is_the_settings(verified_engine, shared):
             [(x.drafted, x.drafted_end, x.end) for x in decoded]
         if wait < 2.5:
             assert any(x.end < x.drafted_end + 2.5 for x in decoded)
+    settings = Settings().with_value("translation.target", "none").with_value("asr.verify_recheck_s", 2.5)
+    pipeline = CaptionPipeline(settings, verified_engine, None, Recorder(), realtime=False)
+    pipeline.run(FileSource(path))
+    transcriber = pipeline.streams[0].transcriber
+    assert transcriber.verify_options.recheck_s == 2.5 and transcriber.rechecks >= 1

@@ -290,6 +290,19 @@ class SettingsPanel(QDialog):
         form.addRow("Verify after", self.verify_lookahead)
         self.verify_lookahead.valueChanged.connect(
             lambda v: self.change_requested.emit("asr.verify_lookahead_s", round(v, 1)))
+        self.verify_recheck = QDoubleSpinBox()
+        self.verify_recheck.setRange(*value_range("asr.verify_recheck_s"))
+        self.verify_recheck.setSingleStep(0.5)
+        self.verify_recheck.setDecimals(1)
+        self.verify_recheck.setSuffix(" s")
+        self.verify_recheck.setSpecialValueText("Off")  # shown at 0
+        self.verify_recheck.setToolTip("A line the verifier hears otherwise than the speech model is decoded "
+                                       "again once this much speech after it has been heard. Conversation is "
+                                       "heard better, but such lines are confirmed and translated later, and "
+                                       "it costs CPU.")
+        form.addRow("Recheck after", self.verify_recheck)
+        self.verify_recheck.valueChanged.connect(
+            lambda v: self.change_requested.emit("asr.verify_recheck_s", round(v, 1)))
         self.cross_check = QCheckBox("Cross-check: the speech model also decodes each line the verifier is unsure "
                                      "of, and the decode both models find likelier is kept (more CPU)")
         form.addRow("", self.cross_check)
@@ -617,6 +630,8 @@ class SettingsPanel(QDialog):
             self.verify_lines.setChecked(settings.asr.verify_lines)
             self.verify_lookahead.setValue(settings.asr.verify_lookahead_s)
             form.setRowVisible(self.verify_lookahead, not spec and settings.asr.verify_lines)
+            self.verify_recheck.setValue(settings.asr.verify_recheck_s)
+            form.setRowVisible(self.verify_recheck, not spec and settings.asr.verify_lines)
             self.cross_check.setChecked(settings.asr.cross_check)
             form.setRowVisible(self.cross_check, not spec and settings.asr.verify_lines)
             for widget in (self.drafter_model, self._draft_row, self.max_draft, self.sparse_tree,

@@ -80,6 +80,10 @@ class VerifyOptions:
     # line, where no pause of pause_s came after it)
     context_s: float = 2.0
     lookahead_s: float = 0.7  # verify once this much audio has arrived after the line's end (asr.verify_lookahead_s)
+    # a line whose decode has other words than the drafter's is decoded again once this much audio after it has
+    # arrived (0: never; asr.verify_recheck_s): the audio after a line changes how Whisper hears it, and where both
+    # models already agree the line is committed at lookahead_s
+    recheck_s: float = 0.0
     min_window_s: float = 0.0  # ... and the verifier's audio (context, line, what followed) is this long
     # the drafter's window is trimmed at a line end once it is longer than this (at most; StreamingOptions'
     # buffer_trim_s, 8 s, where lower): its words are drafts, and each line is decoded again with its own context
@@ -112,6 +116,7 @@ class VerifiedLine:
     drafted_end: float = 0.0  # where the drafter's line ended (stream seconds)
     drafted_start: float = 0.0  # ... and where it began
     model: str = ""  # the engine whose greedy decode the line is (VerifiedEngine.cross_check: either model)
+    first: list[Word] = field(default_factory=list)  # a rechecked line: its words in the decode before the recheck
 
 
 def word_key(text: str) -> str:
@@ -265,9 +270,12 @@ class _Pending:
     drafted_last: str
     merged: bool = False  # two drafter lines held as one, after the first's decode looped or held no words
     waiting: bool = False  # its decode looped or held no words: it waits for the next line
+    ready_at: float = 0.0  # not verified before this much audio has arrived (a recheck: VerifyOptions.recheck_s)
+    first: VerifiedLine | None = None  # ... and the line as the decode before the recheck heard it
 
 
 _MERGE = object()  # _verify's answer for a line to be verified again together with the next one
+_RECHECK = object()  # ... for a line to be decoded again once more audio after it has arrived
 
 
 class LineVerifier:
@@ -298,6 +306,7 @@ class LineVerifier:
         self.fallbacks = 0
         self.merges = 0  # lines whose decode looped or held no words, verified again with the next line
         self.carried = 0  # lines the verifier heard in the decode before theirs (see _carried)
+        self.rechecks = 0  # lines decoded again later, their first decode having other words than the drafter's
         self.unverified = 0  # lines committed as the drafter heard them (Stop, a verifier failure, a fallback)
         self.failures = 0  # verifier decodes that failed (an error, not a stop)
         self.verify_seconds = 0.0
@@ -353,7 +362,7 @@ class LineVerifier:
                 self._pending.append(_Pending(s, word_key(words[-1]) if words else ""))
         done: list[Sentence] = []
         held = len(self._pending)
-        while self._pending and (final or self._ready(self._pending[0].sentence)):
+        while self._pending and (final or self._ready(self._pending[0])):
             # a line leaves the held ones only once it is committed (or dropped): a Stop that interrupts
             # its verification leaves it held, and finish() then commits it as the drafter heard it
             pending = self._pending[0]
@@ -365,17 +374,19 @@ class LineVerifier:
                     break
                 pending.merged = True  # no next line in time: decoded again alone, with more audio after it
             if self.transcriber.aborted.is_set():
-                sentence = self._as_drafted(pending)
+                sentence = self._unchecked(pending)
             else:
                 try:
                     may_merge = not pending.merged and (not final or len(self._pending) > 1)
-                    sentence = self._verify(pending, may_merge)
+                    sentence = self._verify(pending, may_merge, may_recheck=not final)
                 except Interrupted:
                     if not final:
                         break
-                    sentence = self._as_drafted(pending)  # the end of the stream: nothing stays held
+                    sentence = self._unchecked(pending)  # the end of the stream: nothing stays held
                 except Exception as exc:  # a failing verifier must not lose the line
                     sentence = self._after_failure(pending, exc)
+            if sentence is _RECHECK:
+                break
             if sentence is _MERGE:
                 if len(self._pending) > 1:
                     self._merge_next()
@@ -422,12 +433,14 @@ class LineVerifier:
         waiting for the next line (one has finished, or ``retry_after_s`` after it has arrived)."""
         if pending.waiting:
             return len(self._pending) > 1 or self._received >= pending.sentence.end + self.verify_options.retry_after_s
-        return self._ready(pending.sentence)
+        return self._ready(pending)
 
-    def _ready(self, sentence: Sentence) -> bool:
-        """Whether a held line can be verified now: ``lookahead_s`` after its end has arrived, and
-        its decode would read at least ``min_window_s`` of audio."""
-        if self._received < sentence.end + self.verify_options.lookahead_s:
+    def _ready(self, pending: _Pending) -> bool:
+        """Whether a held line can be verified now: ``lookahead_s`` after its end has arrived (and
+        its recheck's time, if it waits for one), and its decode would read at least ``min_window_s``
+        of audio."""
+        sentence = pending.sentence
+        if self._received < max(sentence.end + self.verify_options.lookahead_s, pending.ready_at):
             return False
         return self._received - self._context_start(sentence) >= self.verify_options.min_window_s
 
@@ -459,7 +472,7 @@ class LineVerifier:
         return sum(1 for w in heard_past(before) if _SPOKEN.search(w.text) and (w.start + w.end) / 2 > self._cut
                    and w.end < start) >= 2
 
-    def _verify(self, pending: _Pending, may_merge: bool = False):
+    def _verify(self, pending: _Pending, may_merge: bool = False, may_recheck: bool = False):
         opts = self.verify_options
         s = pending.sentence
         end = self._received
@@ -490,7 +503,8 @@ class LineVerifier:
         cut_short = collapsed and last >= len(heard) and not (
             line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
-                              drafted_end=s.end, drafted_start=s.start, model=hypothesis.model)
+                              drafted_end=s.end, drafted_start=s.start, model=hypothesis.model,
+                              first=unrepeat(pending.first.words[slice(*pending.first.kept)]) if pending.first else [])
         if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
@@ -513,10 +527,27 @@ class LineVerifier:
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
             sentence = self._as_drafted(pending)
         else:
+            if may_recheck and self._rechecks(pending, line):
+                pending.first = record
+                return _RECHECK
             sentence = self._emit(s, line, verified=True)
         record.sentence = sentence
         self.lines.append(record)
         return sentence
+
+    def _rechecks(self, pending: _Pending, line: list[Word]) -> bool:
+        """Whether the line is to wait for its recheck: its decode heard other words than the drafter
+        did, and ``recheck_s`` after it has not yet arrived (then it is held until it has)."""
+        at = pending.sentence.end + self.verify_options.recheck_s
+        if pending.ready_at or self.verify_options.recheck_s <= self.verify_options.lookahead_s or self._received >= at:
+            return False
+        heard = [k for k in (word_key(w.text) for w in line) if k]
+        drafted = [k for k in (word_key(t) for t in pending.sentence.text.split()) if k]
+        if heard == drafted:
+            return False
+        pending.ready_at = at
+        self.rechecks += 1
+        return True
 
     def _carried(self, pending: _Pending, after: float) -> Sentence | None:
         """The line as the decode before it heard it (:func:`carried_range`), committed as verified."""
@@ -534,6 +565,17 @@ class LineVerifier:
         self.carried += 1
         logger.info("the line %r was heard by the decode before it: %r", s.text, record.sentence.text)
         return record.sentence
+
+    def _unchecked(self, pending: _Pending) -> Sentence:
+        """A held line committed without its (next) decode, at a Stop or the end of the stream: as its
+        first decode heard it where it was waiting for a recheck (verified: the verifier's greedy
+        words), else as the drafter heard it, marked unverified."""
+        first = pending.first
+        if first is None:
+            return self._as_drafted(pending)
+        first.sentence = self._emit(pending.sentence, unrepeat(first.words[first.kept[0]:first.kept[1]]), verified=True)
+        self.lines.append(first)
+        return first.sentence
 
     def _as_drafted(self, pending: _Pending) -> Sentence:
         """The line as the drafter heard it, committed and marked unverified (and counted)."""

@@ -203,7 +203,8 @@ class CaptionPipeline:
         """Caption several sources at once, each labelled with its speaker (e.g. ``{"them": system
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
-        verify = VerifyOptions(lookahead_s=self.settings.asr.verify_lookahead_s)
+        verify = VerifyOptions(lookahead_s=self.settings.asr.verify_lookahead_s,
+                               recheck_s=self.settings.asr.verify_recheck_s)
         self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options, verify,
                                                                       on_problem=self._on_verifier_problem))
                         for speaker, source in sources.items()]
