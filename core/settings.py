@@ -126,9 +126,10 @@ class ASRSettings:
     verify_lookahead_s: float = _setting(0.7, NEXT_START, lo=0.3, hi=5.0)
     # ... and a line the verifier heard otherwise than the drafter is decoded again once this much audio after it
     # has arrived (core.asr.verified.VerifyOptions.recheck_s; 0: never): where the two models agree the line is
-    # still confirmed at verify_lookahead_s. Conversation is heard better and steadier, but about half the lines
-    # of a call and a third of a reading wait, so a finished sentence's translation comes late in the tail and
-    # the CPU rises (`sotto bench meeting`, `sotto bench live`): the user's choice
+    # still confirmed at verify_lookahead_s. Calls are heard better in fast mode (in real time within run-to-run
+    # noise), but about half the lines of a call and a third of a reading wait, so a finished sentence's
+    # translation comes late in the tail and the CPU rises (`sotto bench meeting`, `sotto bench live`): the
+    # user's choice
     verify_recheck_s: float = _setting(0.0, NEXT_START, lo=0.0, hi=8.0)
     # ... and by the streaming model too, the decode both models find likelier committed
     # (core.asr.verified.VerifiedEngine.cross_check): neither hears every line of a conversation best, but
