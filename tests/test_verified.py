@@ -241,13 +241,20 @@ def test_a_step_that_verifies_a_line_leaves_the_drafters_decode_to_the_next(acou
     assert [u.timings.asr for u in steps] == [0.0] * len(steps)
 
 
+def _keys(text: str) -> list[str]:
+    """A line's words as the recheck compares them (core.asr.verified.word_key, empty ones left out)."""
+    from core.asr.verified import word_key
+
+    return [k for k in map(word_key, text.split()) if k]
+
+
 def test_a_line_heard_otherwise_than_drafted_is_decoded_again_later(verified_engine, acoustic, store):
     """With ``recheck_s`` (``asr.verify_recheck_s``, off by default): where the verifier's first decode
     of a line has the drafter's words, the line is committed then (``lookahead_s`` after it); where it
     heard other words, the line waits for ``recheck_s`` of audio after it and is decoded again, and
     that decode is committed, still a run of the verifier's greedy words for its audio and prompt."""
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import VerifyOptions, make_transcriber, word_key
+    from core.asr.verified import VerifyOptions, make_transcriber
     from core.session.engines import streaming_options
     from core.settings import Settings
 
@@ -259,21 +266,18 @@ def test_a_line_heard_otherwise_than_drafted_is_decoded_again_later(verified_eng
     transcriber.finish()
     end = len(audio) / 16000 - 0.01
 
-    def keys(text):
-        return [k for k in map(word_key, text.split()) if k]
-
     own = [x for x in transcriber.lines if x.seconds > 0 and not x.fallback and x.end < end]  # not carried
     early = [x for x in own if x.end < x.drafted_end + options.recheck_s - 0.01]
     late = [x for x in own if x.first]
     for x in own:
         print(f"{x.drafted!r} -> {x.sentence.text!r}: decoded {x.end - x.drafted_end:.2f} s after the line")
     assert transcriber.rechecks >= 1 and len(late) >= 1 and len(early) >= 3
-    assert all(keys(x.sentence.text) == keys(x.drafted) for x in early), \
-        [(x.drafted, x.sentence.text) for x in early if keys(x.sentence.text) != keys(x.drafted)]
+    assert all(_keys(x.sentence.text) == _keys(x.drafted) for x in early), \
+        [(x.drafted, x.sentence.text) for x in early if _keys(x.sentence.text) != _keys(x.drafted)]
     again = FasterWhisperEngine(store.resolve("whisper-base"))
     for x in late:
         assert x.end >= x.drafted_end + options.recheck_s - 0.01
-        assert keys(" ".join(w.text for w in x.first)) != keys(x.drafted)  # why it waited
+        assert _keys(" ".join(w.text for w in x.first)) != _keys(x.drafted)  # why it waited
         clip = audio[int(round(x.start * 16000)):int(round(x.end * 16000))]
         redo = again.transcribe(clip, x.prompt, "en")
         assert [w.text for w in redo.words] == [w.text for w in x.words], x
@@ -284,7 +288,7 @@ def test_a_line_heard_otherwise_than_drafted_is_decoded_again_later(verified_eng
 def test_a_stop_while_a_line_waits_for_its_recheck_keeps_its_first_decode(verified_engine, acoustic):
     """A Stop (abort, then finish) while lines wait for their recheck commits each as its first decode
     heard it, verified (the verifier's greedy words), not the drafter's line marked unverified."""
-    from core.asr.verified import VerifyOptions, make_transcriber, word_key
+    from core.asr.verified import VerifyOptions, make_transcriber
     from core.session.engines import streaming_options
     from core.settings import Settings
 
@@ -298,11 +302,8 @@ def test_a_stop_while_a_line_waits_for_its_recheck_keeps_its_first_decode(verifi
     transcriber.abort()
     transcriber.finish(decode=False)  # as the pipeline's quick Stop
 
-    def keys(text):
-        return [k for k in map(word_key, text.split()) if k]
-
     kept = [x for x in transcriber.lines if x.sentence.verified and x.end < x.drafted_end + 8.0 - 0.01
-            and keys(x.sentence.text) != keys(x.drafted)]
+            and _keys(x.sentence.text) != _keys(x.drafted)]
     assert len(kept) >= waiting, [(x.drafted, x.sentence.text, x.sentence.verified) for x in transcriber.lines]
 
 
