@@ -85,11 +85,29 @@ def test_a_quiet_voice_is_captioned(tiny_engine, shared):
     assert "original one" in text and "long pause" in text, text
 
 
+def test_a_quiet_streams_first_words_are_kept(tiny_engine, shared):
+    # A stream starts as if a voice at LOUD_DBFS had just been heard, and a quieter one is raised at a few dB
+    # a second: at -20 dB the detector hears "alright so this is the sick corpus" from "this" on. The audio
+    # kept before a start while the level is still being raised gives Whisper the words it missed.
+    path = shared / "asr" / "mfa_cold_corpus3.wav"
+    quiet = (decode_file(path) * 0.1).astype(np.float32)
+    sentences, st, _updates = transcribe_stream(tiny_engine, quiet, chunk_s=0.5)
+    first = normalize_english(_text(sentences)).split()[:6]
+    assert "so" in first[:3] and first[:6].count("this") == 1, _text(sentences)
+    from core.asr import StreamingOptions, StreamingTranscriber
+
+    st = StreamingTranscriber(tiny_engine, StreamingOptions())
+    assert st.vad.raising  # a new stream: the level it starts from is assumed, not heard
+    st.insert_audio(decode_file(shared / "asr" / "jfk.flac")[:16000])
+    assert not st.vad.raising  # a voice at an ordinary level is heard at once: the usual pre-roll
+
+
 def test_silence_costs_no_decoding(tiny_engine):
     silence = np.zeros(16000 * 8, dtype=np.float32)
     sentences, st, updates = transcribe_stream(tiny_engine, silence)
     assert sentences == [] and st.decodes == 0
-    assert st.window.seconds <= 0.5  # silence is dropped, not buffered
+    # silence is dropped, not buffered: only the pre-roll a quiet voice's late onset needs is kept
+    assert st.window.seconds <= st.options.raising_pre_roll_s + 0.1
 
 
 def test_noise_short_clips_and_full_window_do_not_fail(tiny_engine, jfk):

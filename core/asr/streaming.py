@@ -45,6 +45,9 @@ class StreamingOptions:
     vad_level: bool = True  # the detector hears rumble filtered out and a quiet voice raised (VadInput)
     utterance_end_s: float = 2.0
     pre_roll_s: float = 0.4
+    # the pre-roll while the detector still raises a quiet stream's level (VoiceActivityDetector.raising):
+    # its first words are heard late, and Whisper hears them in the audio kept before the start
+    raising_pre_roll_s: float = 3.0
     # A caption line also ends, once it holds ``clause_min_words`` words, at a clause mark (, ; :)
     # or before a pause of ``pause_break_s`` between two words; 0 = only at sentence ends.
     clause_min_words: int = 6
@@ -203,7 +206,7 @@ class StreamingTranscriber:
                 if event.kind == "start":
                     if not self._speech:
                         # Drop the silence before this utterance, keeping a little pre-roll.
-                        self._drop_before(max(self.window.offset, event.time - self.options.pre_roll_s))
+                        self._drop_before(max(self.window.offset, event.time - self._pre_roll()))
                     self._speech = True
                     self._paused_at = self._pause_pending = None
                 elif event.kind == "end" and self._speech:
@@ -216,7 +219,7 @@ class StreamingTranscriber:
         self._new_audio += chunk.size / SAMPLE_RATE
         if not self._speech and self.vad is not None:
             # Silence costs nothing: keep only the pre-roll.
-            self._drop_before(max(self.window.offset, self._received - self.options.pre_roll_s))
+            self._drop_before(max(self.window.offset, self._received - self._pre_roll()))
         self.max_window_seconds = max(self.max_window_seconds, min(self.window.seconds, self.options.max_buffer_s))
 
     def push(self, chunk: np.ndarray) -> list[TranscriptUpdate]:
@@ -406,6 +409,11 @@ class StreamingTranscriber:
         if cut > self.window.offset:
             self._drop_before(cut)
         return closed
+
+    def _pre_roll(self) -> float:
+        opts = self.options
+        raising = self.vad is not None and self.vad.raising
+        return max(opts.pre_roll_s, opts.raising_pre_roll_s) if raising else opts.pre_roll_s
 
     def _drop_before(self, time_s: float) -> None:
         self.window.trim_to(time_s)

@@ -81,6 +81,9 @@ class VadInput:
     def reset(self) -> None:
         self._history = np.zeros(len(self._h) - 1, dtype=np.float32)
         self._loud = self._loud_target
+        # whether the loudest level is one heard in the stream, not the level it started from: until
+        # then a quieter voice is still being raised, and its first words may go unheard
+        self.heard = False
 
     def filter(self, chunk: np.ndarray) -> np.ndarray:
         """The chunk high-passed, the filter's state carried over from the chunks before."""
@@ -101,10 +104,13 @@ class VadInput:
         rms = np.sqrt(np.mean(np.square(windows, dtype=np.float64), axis=1))
         out = np.empty(len(rms), dtype=np.float32)
         loud, release, target, top = self._loud, self._release, self._loud_target, self._max_gain
+        heard = self.heard
         for i, r in enumerate(rms.tolist()):
-            loud = max(r, loud * release)
+            loud = loud * release
+            if r >= loud:
+                loud, heard = r, True
             out[i] = min(top, max(1.0, target / loud))
-        self._loud = loud
+        self._loud, self.heard = loud, heard
         return out
 
 
@@ -209,6 +215,12 @@ class VoiceActivityDetector:
                 else:
                     self._silence_run = 0
         return events
+
+    @property
+    def raising(self) -> bool:
+        """Whether a voice quieter than the stream's start is still being raised (:class:`VadInput`): its
+        onset may have been missed, so the audio before a speech start is worth more than usual."""
+        return self._input is not None and not self._input.heard
 
     @property
     def time(self) -> float:
