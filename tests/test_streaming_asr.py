@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest import synthesize, transcribe_stream
 
+from core.asr import StreamingOptions, StreamingTranscriber
 from core.audio import decode_file
 from core.captions import normalize_english, word_error_rate
 
@@ -94,8 +95,6 @@ def test_a_quiet_streams_first_words_are_kept(tiny_engine, shared):
     sentences, st, _updates = transcribe_stream(tiny_engine, quiet, chunk_s=0.5)
     first = normalize_english(_text(sentences)).split()[:6]
     assert "so" in first[:3] and first[:6].count("this") == 1, _text(sentences)
-    from core.asr import StreamingOptions, StreamingTranscriber
-
     st = StreamingTranscriber(tiny_engine, StreamingOptions())
     assert st.vad.raising  # a new stream: the level it starts from is assumed, not heard
     st.insert_audio(decode_file(shared / "asr" / "jfk.flac")[:16000])
