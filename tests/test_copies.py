@@ -10,6 +10,7 @@ import pytest
 from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
+from core.translate.markers import markers_alone, split_markers, with_markers
 from core.translate.prompts import borrowed_example
 from core.translate.quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english
 
@@ -137,10 +138,12 @@ def test_an_example_borrowed_from_the_prompt_is_told():
     assert borrowed_example("Wo ist die Bibliothek?", "Where is the library?", "en", "de") is None
 
 
-def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None) -> str:
+def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None,
+               markers: bool = True) -> str:
     """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry; ``split_broken``
-    0: as before the halves."""
+    0: as before the halves; ``markers`` False: as before discourse markers were read off."""
     options = translator.options
+    translator.options = dataclasses.replace(translator.options, markers=markers)
     if copy_retries is not None:
         translator.options = dataclasses.replace(translator.options, copy_retries=copy_retries)
     if split_broken is not None:
@@ -154,7 +157,7 @@ def _translate(translator, sentence: str, copy_retries: int | None = None, split
 
 @pytest.mark.parametrize("sentence", COPIED)
 def test_a_short_informal_sentence_left_in_english_comes_back_translated(translator_de, sentence):
-    before = _translate(translator_de, sentence, copy_retries=0)
+    before = _translate(translator_de, sentence, copy_retries=0, markers=False)
     assert is_copy(sentence, before), before  # what the first decode gives (unchanged)
     after = _translate(translator_de, sentence)
     assert after and not is_copy(sentence, after), after
@@ -164,7 +167,7 @@ def test_a_short_informal_sentence_left_in_english_comes_back_translated(transla
 
 def test_a_one_word_reply_comes_back_translated(translator_de):
     for said in REPLIES:
-        before = _translate(translator_de, said, copy_retries=0)
+        before = _translate(translator_de, said, copy_retries=0, markers=False)
         assert looks_english(before, said), before
         after = _translate(translator_de, said)
         assert after and not looks_english(after, said), (said, after)
@@ -227,3 +230,41 @@ def test_bench_translate_finished_counts_the_first_decode_and_what_is_shown(tran
     assert ntrex_shown["retried"] >= 1 and all(r["sentences"] == 4 for r in rows)
     table = finished_markdown({"date": "today", "machine": "here", "model": "m", "finished": rows}, "cmd")
     assert table.count("\n| NTREX-128 | news | 4 | ") == 1
+
+
+# lines of real calls (SpokenWOZ, as the live path committed them) that came back in English after the copy
+# retry and the halves: after "Okay," the small model goes on in English
+OKAY = ("Okay, and I have two options for you.", "Okay, anything else that I can do for you?")
+
+
+def test_discourse_markers_are_read_off_a_lines_start():
+    assert split_markers("Okay, and I have two options for you.", "en", "de") == (["Okay"], "And I have two options "
+                                                                                              "for you.")
+    assert split_markers("Yes, yes. Tom is here.", "en", "fr") == (["Oui", "Oui"], "Tom is here.")
+    for whole in ("Well done.", "So there is a train.", "Okay so the time is fine.", "Nothing, okay."):
+        assert split_markers(whole, "en", "de") == ([], whole)  # no comma or stop after it, or not at the start
+    assert split_markers("Okay, and then?", "de", "en") == ([], "Okay, and then?")  # English sources only
+    assert split_markers("Okay, and then?", "en", "xx") == ([], "Okay, and then?")  # no word list
+    assert markers_alone(["Okay", "Okay"], "Okay, okay.", "de") == "Okay, okay."
+    assert markers_alone(["Ja"], "Yes?", "de") == "Ja?" and markers_alone(["はい"], "Yes.", "ja") == "はい。"
+    # the rest's first word in lower case where only its place capitalised it; names and German nouns kept
+    assert with_markers(["Ja"], "Ich möchte ein Taxi.", "Yes, I want a taxi.", "de") == "Ja, ich möchte ein Taxi."
+    assert with_markers(["Ja"], "Kaffee ist fertig.", "Yes, coffee is ready.", "de") == "Ja, Kaffee ist fertig."
+    assert with_markers(["Ja"], "Sie haben Recht.", "Yes, you are right.", "de") == "Ja, Sie haben Recht."
+    assert with_markers(["Non"], "Tom est ici.", "No, Tom is here.", "fr") == "Non, Tom est ici."
+    assert with_markers(["Oui"], "Je veux un taxi.", "Yes, I want a taxi.", "fr") == "Oui, je veux un taxi."
+    assert with_markers(["はい"], "タクシーが欲しい。", "Yes, I want a taxi.", "ja") == "はい、タクシーが欲しい。"
+
+
+def test_a_line_opening_with_okay_is_translated_not_copied(translator_de):
+    for line in OKAY:
+        after = _translate(translator_de, line)
+        assert after.startswith("Okay, ") and not is_copy(line, after), after
+        assert not looks_english(after.removeprefix("Okay, "), line), after
+    assert _translate(translator_de, "Okay, okay.") == "Okay, okay."
+    assert _translate(translator_de, "Okay, 318.") == "Okay, 318."
+    # a growing line: the rest's translation is the draft of the next update, and the markers are said once
+    translator_de.forget()
+    partial = translator_de.translate("Okay, and I have two", None, final=False)
+    done = translator_de.translate(OKAY[0], partial.tokens, final=True, draft_source="Okay, and I have two")
+    assert done.text == _translate(translator_de, OKAY[0]) and done.text.count("Okay") == 1, (partial.text, done.text)

@@ -28,6 +28,7 @@ from .decoding import Decoder
 from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase, word_key
+from .markers import markers_alone, split_markers, with_markers
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
 from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop
@@ -68,6 +69,9 @@ class TranslatorOptions:
     # halves cut where a reader would pause
     # (clauses.halves; halves of halves at most this deep): the small model translates shorter text
     split_broken: int = 2
+    # discourse markers a line opens with ("Okay, …", "Yes, …") said from a word list and the rest translated
+    # as a sentence of its own (core.translate.markers): after "Okay," the small model goes on in English
+    markers: bool = True
 
 
 @dataclass
@@ -246,6 +250,10 @@ class LlamaTranslator:
             draft_source = without_hesitations(draft_source, self.options.source_lang) or draft_source
         if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
+        said, rest = split_markers(spoken, self.options.source_lang, self.options.target_lang)
+        # "Okay, …": the markers said from a word list, the rest translated as a sentence of its own
+        if said and self.options.markers:
+            return self._after_markers(source, spoken, said, rest, draft, final, draft_source)
         source = spoken
         if self.style == "few-shot" and self.options.clause_pieces:
             # sentence ends cut only finished text with no draft (a file's line, a line never shown
@@ -254,6 +262,21 @@ class LlamaTranslator:
             if len(pieces) > 1:
                 return self._translate_pieces(source, pieces, draft, final, draft_source)
         return self._translate_one(source, draft, final, draft_source, steer=final)
+
+    def _after_markers(self, source: str, spoken: str, said: list[str], rest: str, draft: list[int] | None,
+                       final: bool, draft_source: str | None) -> TranslationResult:
+        """``source`` opening with discourse markers (:mod:`core.translate.markers`): the rest translated
+        (its draft kept where the draft's source opened with the same markers), the markers before it."""
+        target = self.options.target_lang
+        if not rest:  # "Okay.", "Yes, yes."
+            return TranslationResult(source, markers_alone(said, spoken, target), [], 0, 0, 0.0)
+        drafted_said, drafted_rest = split_markers(draft_source or "", self.options.source_lang, target)
+        if draft_source and drafted_said != said:  # the draft translates other words than the rest's
+            draft, drafted_rest = None, None
+        result = self.translate(rest, draft, final, drafted_rest or None)
+        unsteered = None if result.unsteered is None else with_markers(said, result.unsteered, spoken, target)
+        return dataclasses.replace(result, source=source, text=with_markers(said, result.text, spoken, target),
+                                   unsteered=unsteered)
 
     def _translate_one(self, source: str, draft: list[int] | None, final: bool,
                        draft_source: str | None, exact: bool = False, steer: bool = False,
