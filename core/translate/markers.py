@@ -1,11 +1,10 @@
 """Discourse markers at the start of a line ("Okay, …", "Yes, …", "So, …") said in the target language.
 
-In conversation a line often opens with one: a quarter of the committed lines of six real calls did.
-After "Okay," the bundled model tends to go on in English ("Okay, and I have two options for you."
-came back unchanged) or to borrow the quoted-speech example ("„Okay, …“, sagte der Minister"). So
-the markers are read off the line, said from a short word list, and the model translates the rest
-as a sentence of its own. A marker needs its comma or full stop (or "!", "?") to count: "So there
-is …" and "Well done." are left whole.
+In conversation a line often opens with one. After "Okay," the bundled model tends to go on in
+English ("Okay, and I have two options for you." came back unchanged) or to borrow the quoted-speech
+example ("„Okay, …“, sagte der Minister"). So the markers are read off the line, said from a short
+word list, and the model translates the rest as a sentence of its own. A marker needs its comma or
+full stop (or "!", "?") to count: "So there is …" and "Well done." are left whole.
 """
 
 from __future__ import annotations
