@@ -265,14 +265,13 @@ class LlamaTranslator:
 
     def _after_markers(self, source: str, spoken: str, said: list[str], rest: str, draft: list[int] | None,
                        final: bool, draft_source: str | None) -> TranslationResult:
-        """``source`` opening with discourse markers (:mod:`core.translate.markers`): the rest translated
-        (its draft kept where the draft's source opened with the same markers), the markers before it."""
+        """``source`` opening with discourse markers (:mod:`core.translate.markers`): the rest translated,
+        the markers before it. A draft made here translates the rest of its source, so that rest is
+        the draft's source (:func:`bias_span`)."""
         target = self.options.target_lang
         if not rest:  # "Okay.", "Yes, yes."
             return TranslationResult(source, markers_alone(said, spoken, target), [], 0, 0, 0.0)
-        drafted_said, drafted_rest = split_markers(draft_source or "", self.options.source_lang, target)
-        if draft_source and drafted_said != said:  # the draft translates other words than the rest's
-            draft, drafted_rest = None, None
+        drafted_rest = split_markers(draft_source, self.options.source_lang, target)[1] if draft_source else None
         result = self.translate(rest, draft, final, drafted_rest or None)
         unsteered = None if result.unsteered is None else with_markers(said, result.unsteered, spoken, target)
         return dataclasses.replace(result, source=source, text=with_markers(said, result.text, spoken, target),
