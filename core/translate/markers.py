@@ -78,10 +78,8 @@ def split_markers(source: str, source_lang: str, target_lang: str) -> tuple[list
 def markers_alone(said: list[str], source: str, target_lang: str) -> str:
     """A line of markers only ("Okay, okay.", "Yes?"), said in the target language with the line's own
     end ("Okay, okay." → "Okay, okay."; "Yes?" → "Ja?")."""
-    comma = _COMMA.get(target_lang, ", ")
     end = source.rstrip()[-1:]
-    stop = end if end in "?!" else _STOP.get(target_lang, ".")
-    return comma.join(said[:1] + [_lower_marker(w, target_lang) for w in said[1:]]) + stop
+    return _lead(said, target_lang) + (end if end in "?!" else _STOP.get(target_lang, "."))
 
 
 def with_markers(said: list[str], text: str, source: str, target_lang: str) -> str:
@@ -90,8 +88,6 @@ def with_markers(said: list[str], text: str, source: str, target_lang: str) -> s
     capital, nor a German noun)."""
     if not text:
         return markers_alone(said, source, target_lang)
-    comma = _COMMA.get(target_lang, ", ")
-    lead = comma.join(said[:1] + [_lower_marker(w, target_lang) for w in said[1:]])
     first = text.split(maxsplit=1)[0]
     bare = first.strip("„“\"'«»¿¡,.!?")
     names = {w for w in re.findall(r"[\w'’-]+", source)[1:] if w[:1].isupper()}
@@ -103,10 +99,12 @@ def with_markers(said: list[str], text: str, source: str, target_lang: str) -> s
     if lower:
         i = text.index(bare[0])
         text = text[:i] + bare[0].lower() + text[i + 1:]
-    return f"{lead}{comma}{text}"
+    return _lead(said, target_lang) + _COMMA.get(target_lang, ", ") + text
 
 
-def _lower_marker(word: str, target_lang: str) -> str:
-    """A marker after the first, in lower case where the language writes it so ("Okay, okay")."""
-    return word if target_lang in {"ja", "zh", "ko"} else word[:1].lower() + word[1:]
+def _lead(said: list[str], target_lang: str) -> str:
+    """The markers joined, each after the first in lower case where the language writes it so
+    ("Okay, okay")."""
+    later = said[1:] if target_lang in {"ja", "zh", "ko"} else [w[:1].lower() + w[1:] for w in said[1:]]
+    return _COMMA.get(target_lang, ", ").join(said[:1] + later)
 
