@@ -355,6 +355,48 @@ def test_a_finished_sentence_goes_out_before_the_next_partial_is_translated(tran
     assert view.lines[0].translation and not view.partial.shown_translation  # not the finished line's old partial
 
 
+def test_a_finished_sentence_interrupts_the_partial_in_progress(translator_de):
+    """A line finished while the previous partial is being translated does not wait behind it: the
+    partial (stale once the line is finished) is given up at the model's next call, the finished
+    line is translated at once, and exactly as it is translated alone (the interrupted decode leaves
+    the model's cache consistent). Another stream's partial given up so comes back afterwards."""
+    import threading
+
+    from core.stream import Sentence, TranscriptUpdate
+    from core.translate.streaming import StreamingTranslator
+    from core.translate.worker import TranslationWorker
+
+    streaming = StreamingTranslator(translator_de)
+    real_translate = streaming.translate
+    partial_started = threading.Event()
+
+    def signalled(sentences, partial, audio_time, speaker=""):
+        if partial:
+            partial_started.set()
+        return real_translate(sentences, partial, audio_time, speaker)
+
+    streaming.translate = signalled
+    worker = TranslationWorker(name="sotto-translate-preempt")
+    results, errors = [], []
+    long = ("the committee met on tuesday to discuss the budget for the coming year and after a long debate about "
+            "the schools the roads and the new library in the old town hall the members agreed to")
+    line = Sentence(0, "The committee met on Tuesday.", 0.0, 2.0, speaker="me")
+    worker.begin(streaming, results.append, errors.append, partial_share=1.0)
+    try:
+        worker.submit(TranscriptUpdate([], long, "", 9.0, 9.0, speaker="them"))
+        assert partial_started.wait(60)
+        worker.submit(TranscriptUpdate([line], "", "", 2.0, 2.0, speaker="me"))
+        assert worker.finish() == [] and not errors
+    finally:
+        worker.close()
+    assert worker.preempted_partials == 1, "the finished line waited for the partial in progress"
+    frozen = [f for r in results for f in r.frozen]
+    assert [f.sentence.index for f in frozen] == [0]
+    assert frozen[0].text == translator_de.translate(line.text, final=True).text
+    # the other stream's partial, given up, was translated after the finished line
+    assert results[0].frozen and results[-1].partial_source == long and results[-1].partial_translation
+
+
 def test_one_token_decoding_uses_half_the_cores_and_keeps_the_logits(tr):
     """One-token calls run on half the cores (memory-bound: the other half only doubled the CPU),
     calls of several tokens on all; the load-time check compares the two kinds of call on exactly

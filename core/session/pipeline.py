@@ -463,8 +463,11 @@ class CaptionPipeline:
         st = self._streaming_translator
         translation = None
         if self.translation_engine is not None and st is not None:
-            dropped = self._translation.dropped_partials if self._translation is not None else 0
-            translation = translation_info(self.translation_engine.name, self.settings, st, dropped)
+            route = self._translation
+            translation = translation_info(self.translation_engine.name, self.settings, st,
+                                           route.dropped_partials if route is not None else 0,
+                                           route.preempted_partials if route is not None else 0,
+                                           list(route.sentence_waits) if route is not None else None)
         return run_summary(
             self.settings, realtime=self.realtime, source=self._source_name(), asr_engine=self.asr_engine.name,
             transcribers=[s.transcriber for s in self.streams], translation=translation, stats=self.stats,

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .. import __version__
 from ..settings import ASREngineKind, Settings
 from ..stream import StageTimings, TranscriptUpdate, TranslationUpdate
@@ -99,6 +101,10 @@ class TranslationInfo:
     accepted_tokens: int
     output_tokens: int
     dropped_partials: int
+    preempted_partials: int = 0  # partial translations given up for a finished sentence (real time)
+    # seconds from a finished sentence's arrival to the start of its translation (real time): p50, p90
+    sentence_wait_p50: float | None = None
+    sentence_wait_p90: float | None = None
 
 
 @dataclass
@@ -202,12 +208,18 @@ def journal_header(settings: Settings, source: str, translating: bool) -> dict[s
 
 
 def translation_info(engine: str, settings: Settings, translator: StreamingTranslator,
-                     dropped_partials: int) -> TranslationInfo:
-    """What the translation engine named ``engine`` did in a run, as ``translator`` counted it."""
+                     dropped_partials: int, preempted_partials: int = 0,
+                     sentence_waits: list[float] | None = None) -> TranslationInfo:
+    """What the translation engine named ``engine`` did in a run, as ``translator`` counted it (and
+    the worker: partials dropped or given up, finished sentences' waits)."""
+    waits = sentence_waits or []
     return TranslationInfo(
         engine=engine, model=settings.translation.model, target=settings.translation.target,
         calls=translator.calls, draft_tokens=translator.draft_tokens, accepted_tokens=translator.accepted_tokens,
-        output_tokens=translator.output_tokens, dropped_partials=dropped_partials)
+        output_tokens=translator.output_tokens, dropped_partials=dropped_partials,
+        preempted_partials=preempted_partials,
+        sentence_wait_p50=round(float(np.percentile(waits, 50)), 3) if waits else None,
+        sentence_wait_p90=round(float(np.percentile(waits, 90)), 3) if waits else None)
 
 
 def run_summary(

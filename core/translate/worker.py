@@ -3,7 +3,10 @@
 Finished sentences queue in order and are never dropped, and go out as soon as they
 are translated (before the partial is translated again); the partial sentence is
 latest-only, so while the translator is busy a newer partial replaces an older one
-(stale work never queues up). Waiting uses a condition variable.
+(stale work never queues up). A partial being translated when a line is finished is
+given up at the model's next call (``preempted_partials``): the finished line does not
+wait behind it, and its own stream's partial is stale by then (another stream's is
+translated again afterwards). Waiting uses a condition variable.
 
 Unfinished lines may be given only part of the thread's time (``partial_share``): after a
 translation, the next partial waits until the translator would have worked that share of the
@@ -46,7 +49,12 @@ class TranslationWorker:
         self._draining = False  # finish() waits: held partials go at once
         self._partial_share = 1.0
         self._last_work = (0.0, 0.0)  # monotonic start and end of the last translation
+        self._on_partial = False  # the translation in progress is a partial alone
+        self._preempting = False  # ... and it was interrupted for finished sentences
+        self._queued_at: float | None = None  # when the oldest queued finished sentence arrived
         self.dropped_partials = 0
+        self.preempted_partials = 0  # partial translations given up for a finished sentence
+        self.sentence_waits: list[float] = []  # seconds each batch of finished sentences waited to start
         self._thread = WorkerThread(name, self._loop)
 
     # -- sessions ----------------------------------------------------------------------------
@@ -61,7 +69,9 @@ class TranslationWorker:
             self._sentences, self._pending = [], {}
             self._failed = self._draining = False
             self._partial_share, self._last_work = partial_share, (0.0, 0.0)
-            self.dropped_partials = 0
+            self.dropped_partials = self.preempted_partials = 0
+            self.sentence_waits = []
+            self._queued_at = None
 
     def set_partial_share(self, partial_share: float) -> None:
         """Change the unfinished lines' share mid-session: the rest after the last translation is
@@ -80,6 +90,14 @@ class TranslationWorker:
         with self._cond:
             if self._failed or self._session is None:
                 return
+            if update.sentences:
+                if self._queued_at is None:
+                    self._queued_at = time.monotonic()
+                if self._busy and self._on_partial and not self._preempting:
+                    # the partial in progress is stale once a line is finished: it is given up at the
+                    # model's next call, so the finished line goes at once instead of after it
+                    self._preempting = True
+                    self._session[0].engine.interrupt()
             self._sentences.extend(update.sentences)
             waiting = self._pending.get(update.speaker)
             if waiting is not None and waiting[0] != update.partial:
@@ -146,17 +164,26 @@ class TranslationWorker:
                     # turn (a finished line's translation is not held back by the next line's partial)
                     speaker = sentences[-1].speaker
                     partial, audio_time = None, sentences[-1].end
+                    if self._queued_at is not None:
+                        self.sentence_waits.append(time.monotonic() - self._queued_at)
+                        self._queued_at = None
                 else:  # the stream whose partial has waited longest
                     speaker = next(iter(self._pending))
                     partial, audio_time = self._pending.pop(speaker)
-                self._busy = True
+                self._busy, self._on_partial = True, not sentences
             started = time.monotonic()
             try:
                 result = translator.translate(sentences, partial, audio_time, speaker)
                 if result is not None and self._session is session:  # a cancelled session's result is dropped
                     on_result(result)
             except Interrupted:
-                logger.info("translation interrupted (stop)")
+                with self._cond:
+                    preempted = self._preempting and self._session is session
+                    if preempted:  # the stream's partial comes back after the finished lines, unless a newer one waits
+                        self.preempted_partials += 1
+                        self._pending.setdefault(speaker, (partial, audio_time))
+                if not preempted:
+                    logger.info("translation interrupted (stop)")
             except SottoError as exc:
                 logger.exception("translation failed")
                 self._fail()
@@ -167,10 +194,11 @@ class TranslationWorker:
                 on_error(SottoError(f"The translator stopped unexpectedly ({exc}); captions continue."))
             finally:
                 with self._cond:
-                    self._busy = False
+                    self._busy = self._on_partial = False
                     self._last_work = (started, time.monotonic())
-                    if self._session is not session:  # the interrupt (if any) has done its job
+                    if self._session is not session or self._preempting:  # the interrupt has done its job
                         translator.engine.clear_interrupt()
+                        self._preempting = False
                     self._cond.notify_all()
 
     def _ready(self) -> bool:
@@ -205,7 +233,8 @@ class InlineTranslation:
     Offers the worker's session calls, so the pipeline routes updates to either alike.
     """
 
-    dropped_partials = 0  # nothing is ever dropped
+    dropped_partials = preempted_partials = 0  # nothing is ever dropped or given up
+    sentence_waits: tuple[float, ...] = ()  # ... nor waits for the thread
 
     def __init__(self) -> None:
         self._session: tuple[StreamingTranslator, ResultCallback, ErrorCallback] | None = None
