@@ -398,6 +398,8 @@ def _measure(name, frames, spoken_at, segments, summary, cpu, normalize, wer_of,
         "translation_calls": (summary.get("translation") or {}).get("calls"),
         "dropped_partials": (summary.get("translation") or {}).get("dropped_partials"),
         "preempted_partials": (summary.get("translation") or {}).get("preempted_partials"),
+        "verifier_lines": {k: (summary.get("asr") or {}).get(f"{k}_lines")
+                           for k in ("verified", "unverified", "merged", "carried", "rechecked", "dropped")},
         "sentence_wait_p50": (summary.get("translation") or {}).get("sentence_wait_p50"),
         "sentence_wait_p90": (summary.get("translation") or {}).get("sentence_wait_p90"),
         "per_sentence": {"end_s": [round(e, 2) for _s, e, _t in segments], "first_seen": _r(first_seen),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
+from ..asr.verified import LineVerifier
 from ..settings import ASREngineKind, Settings
 from ..stream import StageTimings, TranscriptUpdate, TranslationUpdate
 
@@ -87,6 +88,13 @@ class ASRInfo:
     # drafter heard them (Stop before their verification, a verifier failure or loop); None otherwise
     verified_lines: int | None = None
     unverified_lines: int | None = None
+    # ... and how lines were verified (core.asr.verified.LineVerifier's counts; None where nothing verifies):
+    # decodes that looped or held no words and waited for the next line, lines taken from the decode
+    # before, lines decoded again later, drafter lines with nothing new committed
+    merged_lines: int | None = None
+    carried_lines: int | None = None
+    rechecked_lines: int | None = None
+    dropped_lines: int | None = None
 
 
 @dataclass
@@ -243,6 +251,11 @@ def run_summary(
     audio = max((t.audio_time for t in transcribers), default=0.0)
     asr = settings.asr
     marks = [line.sentence.verified for line in policy.lines if line.sentence.verified is not None]
+    verifiers = [t for t in transcribers if isinstance(t, LineVerifier)]
+
+    def counted(count) -> int | None:
+        return sum(count(v) for v in verifiers) if verifiers else None
+
     return RunSummary(
         sotto_version=__version__,
         source=source,
@@ -261,7 +274,9 @@ def run_summary(
             decodes=sum(t.decodes for t in transcribers),
             max_window_seconds=round(max((t.max_window_seconds for t in transcribers), default=0.0), 3),
             verified_lines=marks.count(True) if marks else None,
-            unverified_lines=marks.count(False) if marks else None),
+            unverified_lines=marks.count(False) if marks else None,
+            merged_lines=counted(lambda v: v.merges), carried_lines=counted(lambda v: v.carried),
+            rechecked_lines=counted(lambda v: v.rechecks), dropped_lines=counted(lambda v: len(v.dropped))),
         translation=translation,
         normalized_erasure=policy.metrics(),
         mask_k=settings.captions.mask_k,
