@@ -346,6 +346,34 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     assert select_line(words, verified, 3.5, "subeck", 5.1, VerifyOptions()) == (12, 17)
 
 
+def test_a_phrase_said_again_squashed_into_the_windows_end_is_not_committed():
+    """Whisper fills the end of a real-time window by saying the last phrase again in a fraction of
+    its time; the drafter heard it once. Seen in real-time rounds of a held-out call (SNG0072):
+    "Of course." became "Of course. Of course." (the copy's words at one instant) and "Okay,
+    great." became "Okay, great. Okay, great." (the copy in 0.1 s). A phrase said twice takes its
+    time twice, or the drafter heard it twice too: kept."""
+    from core.asr.verified import squashed_echo
+
+    def ws(*spans):
+        return [Word(a, b, " " + t) for a, b, t in spans]
+
+    of_course = ws((21.32, 22.30, "Of"), (22.42, 22.74, "course."), (22.74, 22.74, "Of"), (22.74, 22.74, "course."))
+    assert squashed_echo(of_course, "Of course.") == 2
+    okay_great = ws((52.15, 52.80, "Okay,"), (52.89, 53.05, "great."), (53.05, 53.15, "Okay,"),
+                    (53.15, 53.20, "great."))
+    assert squashed_echo(okay_great, "Okay, great.") == 2
+    be_it = ws((85.14, 85.40, "Be"), (85.40, 85.40, "it."), (85.40, 85.48, "Be"), (85.48, 85.48, "it."))
+    assert squashed_echo(be_it, "Okay. Please. Be it.") == 2
+    # said twice at its own pace: kept, whatever the drafter heard
+    bye = ws((98.46, 99.00, "Bye"), (99.02, 99.50, "bye."), (99.62, 100.10, "Bye"), (100.12, 100.60, "bye."))
+    assert squashed_echo(bye, "Bye bye.") == 0
+    # squashed, but the drafter heard it twice as well: kept
+    assert squashed_echo(of_course, "Of course. Of course.") == 0
+    # no repeat at the end: nothing to drop
+    assert squashed_echo(of_course[:3], "Of course.") == 0
+    assert squashed_echo([], "") == 0
+
+
 def test_a_line_the_decode_before_heard_past_its_own_line_is_carried():
     """Two decodes that disagree on where one line ends lose the words between them: base's decode of
     SNG1640's "Um..." line (a real call, AVX-512 kernels) heard "… reasonable. Very reasonable.", the
