@@ -255,8 +255,8 @@ def squashed_echo(line: list[Word], drafted: str) -> int:
     it, in less than half their time, where the drafter (``drafted``, its text of the line) did not
     hear it twice. Real-time decodes end at any instant, and Whisper fills the window's end so
     ("Of course." said once became "Of course. Of course.", the copy's two words at one instant;
-    "Okay, great. Okay, great." the copy in 0.1 s where it was said in 0.75 s). Said twice, a phrase
-    takes its time twice, and the drafter hears it twice."""
+    "Okay, great. Okay, great." the copy in 0.1 s where it was said in 0.75 s). A phrase said twice
+    takes its time twice, or the drafter heard it twice: it stays."""
     keys = [word_key(w.text) for w in line]
     drafted_keys = [k for k in (word_key(t) for t in drafted.split()) if k]
     for n in (3, 2, 1):
