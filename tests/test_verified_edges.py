@@ -221,6 +221,52 @@ def test_a_line_whose_decode_holds_no_words_is_verified_again_with_the_next(veri
     assert len(transcriber.lines) + len(transcriber.dropped) + transcriber.merges == len(finished)
 
 
+class EchoingEngine(HookedEngine):
+    """The real engine, each verifier decode's last two words said again at its last instant, as
+    Whisper fills the end of a real-time window ("Of course. Of course.", the copy's two words at one
+    instant, in real-time rounds of a held-out call)."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine, lambda _: None)
+        self.echoed: list[tuple[list, int]] = []  # (the decode's words, where the copy begins)
+
+    def verify(self, audio, *args, **kwargs):
+        import dataclasses
+
+        from core.stream import Word
+
+        hypothesis = self.engine.verify(audio, *args, **kwargs)
+        said = [w for w in hypothesis.words if w.text.strip()][-2:]
+        if len(said) < 2 or said[0].text.strip().lower() == said[1].text.strip().lower():
+            return hypothesis
+        at = said[-1].end
+        words = hypothesis.words + [Word(at, at, w.text, w.probability) for w in said]
+        self.echoed.append((words, len(hypothesis.words)))
+        return dataclasses.replace(hypothesis, words=words, text="".join(w.text for w in words))
+
+
+def test_a_phrase_echoed_at_a_decodes_end_is_not_committed(verified_engine, shared):
+    """Where a line's words end the verifier's decode, a copy of its last words squashed into the
+    decode's last instant is left out of the committed line: the line ends where the copy begins."""
+    from core.asr.verified import make_transcriber
+    from core.audio import decode_file
+    from core.session.engines import streaming_options
+    from core.settings import Settings
+
+    audio = decode_file(shared / "asr" / "mfa_acoustic_corpus.wav")
+    engine = EchoingEngine(verified_engine)
+    transcriber = make_transcriber(engine, streaming_options(Settings()))
+    for i in range(0, len(audio), 8000):
+        transcriber.push(audio[i:i + 8000])
+    transcriber.finish()
+    records = [(x, at) for x in transcriber.lines for words, at in engine.echoed  # (the line's words are shifted)
+               if [w.text for w in x.words] == [w.text for w in words]]
+    for x, at in records:
+        print(f"{x.drafted!r} -> {x.sentence.text!r} kept {x.kept} copy at {at} of {len(x.words)}")
+    assert all(x.kept[1] <= at for x, at in records), "a squashed copy was committed"
+    assert any(x.kept[1] == at for x, at in records), "no line ended its decode's words: nothing was tested"
+
+
 def test_a_failing_verifier_loses_no_line_and_says_so_once(verified_engine, shared, tmp_path):
     from core.audio import FileSource
     from core.errors import ModelMemoryError

@@ -7,8 +7,8 @@ of audio after its end has arrived (and, where ``min_window_s`` is set, its deco
 much); then the *verifier* (a larger Whisper) decodes once, greedily, the audio from up to
 ``context_s`` before the line (never back over a pause, and after the last verified line's cut) to
 what has arrived, with the verified text before it as its prompt. The verifier's words that follow
-the already verified ones, up to the one that matches the drafter's last word of the line (less a
-last phrase said again, squashed into the window's end: :func:`squashed_echo`), are the
+the already verified ones, up to the one that matches the drafter's last word of the line (a last
+phrase said again, squashed into the decode's end, left out: :func:`squashed_echo`), are the
 line that is committed, journalled, exported and translated. Until then the drafter's line is on
 screen as a line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in
 place, when it is verified: the partial line under it does not move.
@@ -250,10 +250,10 @@ def before_loop(words: list[Word]) -> int:
 
 
 def squashed_echo(line: list[Word], drafted: str) -> int:
-    """How many of a line's last words are Whisper saying the words before them again, squashed into
-    the end of its window: a last phrase of one to three words that repeats the words right before
-    it, in less than half their time, where the drafter (``drafted``, its text of the line) did not
-    hear it twice. Real-time decodes end at any instant, and Whisper fills the window's end so
+    """How many of a decode's last words (``line``) are Whisper saying the words before them again,
+    squashed into the end of its window: a last phrase of one to three words that repeats the words
+    right before it, in less than half their time, where the drafter (``drafted``, its text of the
+    line) did not hear it twice. Real-time decodes end at any instant, and Whisper fills the window's end so
     ("Of course." said once became "Of course. Of course.", the copy's two words at one instant;
     "Okay, great. Okay, great." the copy in 0.1 s where it was said in 0.75 s). A phrase said twice
     takes its time twice, or the drafter heard it twice: it stays."""
@@ -519,9 +519,10 @@ class LineVerifier:
         # the decode is speech up to where it collapses: when that is past the drafter's line, it heard the line's
         # time and found nothing new there, as a decode without the collapse would tell
         heard_past = collapsed and words[len(heard)].start >= s.end
-        first, last = select_line(heard, self._verified_words, after, pending.drafted_last, s.end, opts)
-        if not any(_SPOKEN.search(w.text) for w in heard[last:]):  # the line ends the decode's speech
-            last -= squashed_echo(words[first:last], s.text)
+        # a copy of the decode's last words squashed into its end is not speech: it is left out before the
+        # line is chosen (the drafter's last word, said again in it, would otherwise end the line there)
+        spoken = len(heard) - squashed_echo(heard, s.text)
+        first, last = select_line(heard[:spoken], self._verified_words, after, pending.drafted_last, s.end, opts)
         line = unrepeat(list(words[first:last]))
         # where the decode stops being speech right after the line, the line is heard whole only if it
         # ends with the drafter's last word
