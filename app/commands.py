@@ -37,8 +37,9 @@ def _print_speeds(machine) -> None:
         print(f"  {name.ljust(width)}  {note.removesuffix(')')}{when})")
 
 
-def _measure_proxies(settings, quiet: bool) -> None:
-    """Time the catalogue translators' random-weight proxies here and store their speeds."""
+def _measure_proxies(settings, quiet: bool, models: list[str] | None = None) -> None:
+    """Time the catalogue translators' random-weight proxies here (``models``; all if None) and store their
+    speeds."""
     from dataclasses import asdict
 
     from core.models.advice import record_proxy_speeds
@@ -48,8 +49,8 @@ def _measure_proxies(settings, quiet: bool) -> None:
         print("Measuring the bigger translators with random-weight models of their shape (the first time builds "
               "them: a few minutes)…", file=sys.stderr)
     try:
-        speeds = measure(n_threads=settings.translation.n_threads, n_gpu_layers=settings.translation.n_gpu_layers,
-                         on_status=status_printer(quiet))
+        speeds = measure(models, n_threads=settings.translation.n_threads,
+                         n_gpu_layers=settings.translation.n_gpu_layers, on_status=status_printer(quiet))
     except SottoError as exc:  # no room for the proxies, a build that fails: the advice goes on without them
         print(f"{exc} The bigger translators' speeds stay estimated.", file=sys.stderr)
         return
@@ -96,10 +97,13 @@ def models(args: argparse.Namespace) -> int:
 
         tokens, seconds = measure_speed(path)
         record_speed(BUNDLED, tokens, seconds)
-        if args.proxies or (not args.no_proxies and not proxy_records()):  # measured once per machine
+        from core.translate.proxy import SHAPES
+
+        unmeasured = [name for name in SHAPES if name not in proxy_records()]  # each measured once per machine
+        if args.proxies or (not args.no_proxies and unmeasured):
             from core.settings import load_settings
 
-            _measure_proxies(load_settings(), args.quiet)
+            _measure_proxies(load_settings(), args.quiet, None if args.proxies else unmeasured)
         machine = this_machine()
         print(f"This machine: {human_size(machine.memory_bytes)} of memory, {machine.cores} CPU cores, "
               f"translation on {machine.accelerator or 'the CPU'}; the bundled model translates "

@@ -253,3 +253,46 @@ def test_template_without_generation_prompt(chat_models, monkeypatch, caplog):
         assert tr.prompt_text("Good night.").endswith("[en] Good night.\n[de]")
     finally:
         tr.close()
+
+
+@pytest.fixture(scope="module")
+def translategemma(chat_models):
+    """The instruct copy asked as TranslateGemma is: Gemma 3's tokenizer is TranslateGemma's."""
+    translator = LlamaTranslator(chat_models["it"], TranslatorOptions(target_lang="de", chat_prompt="translategemma"))
+    yield translator
+    translator.close()
+
+
+def test_translategemma_is_asked_in_its_own_prompt_written_whole(translategemma):
+    source = "Cheers, y'all."
+    text = translategemma.prompt_text(source)
+    assert text.startswith("<start_of_turn>user\nYou are a professional English (en) to German (de) translator.")
+    assert text.endswith(f"Please translate the following English text into German:\n\n\n{source}<end_of_turn>\n"
+                         "<start_of_turn>model\n")
+    runner = translategemma.runner
+    tokens = translategemma.prompt_tokens(source)
+    assert tokens[0] == runner.bos and tokens.count(runner.bos) == 1
+    assert tokens.count(105) == 2 and tokens.count(EOT_ID) == 1  # its turn markers are single special tokens
+    result = use_knobs(translategemma).translate("The weather is nice today.")
+    assert result.text and "<" not in result.text  # it ended at <end_of_turn>: no marker in the text
+    translategemma.options.target_lang = "zh"
+    try:  # Chinese by its script, as TranslateGemma's template takes the codes
+        assert "English (en) to Chinese (zh-Hans) translator" in translategemma.prompt_text(source)
+    finally:
+        translategemma.options.target_lang = "de"
+
+
+@pytest.mark.parametrize("chat_prompt, asked", [
+    ("hy-mt", "Translate the following text into German. Note that you should only output the translated result "
+              "without any additional explanation:\n\nCheers, y'all."),
+    ("eurollm", "Translate the following English source text to German:\nEnglish: Cheers, y'all. \nGerman:"),
+])
+def test_a_catalogue_models_own_wording_reaches_its_chat_template(chat_models, chat_prompt, asked):
+    translator = LlamaTranslator(chat_models["it"], TranslatorOptions(target_lang="de", chat_prompt=chat_prompt))
+    try:
+        text = translator.prompt_text("Cheers, y'all.")
+        # the template (here Gemma 3's) renders the model's own request and starts the reply
+        assert asked in text and text.endswith("<start_of_turn>model\n"), text
+        assert "Reply with the translation only" not in text
+    finally:
+        translator.close()

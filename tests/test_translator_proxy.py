@@ -41,6 +41,36 @@ def test_the_catalogue_translators_have_shapes():
     # the published parameter counts (Qwen2.5 model cards: 1.54B and 3.09B, the tied embedding counted once)
     assert SHAPES["qwen2.5-1.5b-instruct"].parameters() == pytest.approx(1.54e9, rel=0.01)
     assert SHAPES["qwen2.5-3b-instruct"].parameters() == pytest.approx(3.09e9, rel=0.01)
+    # Hy-MT2 1.8B (1.79B), EuroLLM-1.7B (1.657B, its output projection apart), TranslateGemma 4B's text model
+    # (Gemma 3 4B's 3.88B without the vision tower)
+    assert SHAPES["hy-mt2-1.8b"].parameters() == pytest.approx(1.79e9, rel=0.01)
+    assert SHAPES["eurollm-1.7b-instruct"].parameters() == pytest.approx(1.657e9, rel=0.01)
+    assert SHAPES["translategemma-4b"].parameters() == pytest.approx(3.88e9, rel=0.01)
+
+
+@pytest.mark.parametrize("shape", [
+    TranslatorShape("tiny-llama", 2, 512, 4, 2, 1024, 2048, tied=False, architecture="llama"),
+    TranslatorShape("tiny-hunyuan", 2, 512, 4, 2, 1024, 2048, architecture="hunyuan-dense"),
+    TranslatorShape("tiny-gemma3", 2, 512, 4, 2, 1024, 2048, architecture="gemma3", head_dim_=256, sliding_window=64),
+], ids=lambda shape: shape.architecture)
+def test_each_catalogue_architecture_is_written_as_llama_cpp_reads_it(shape, tmp_path):
+    """A proxy in each architecture of the catalogue's translators (narrow, so it builds at once) has the
+    tensors its shape names, loads in the bundled llama.cpp and decodes."""
+    from gguf import GGUFReader
+
+    path = build_proxy(shape, 2, tmp_path)
+    reader = GGUFReader(path)
+    assert reader.fields["general.architecture"].contents() == shape.architecture
+    tensors = {t.name: tuple(int(d) for d in reversed(t.shape)) for t in reader.tensors}
+    assert tensors == shape.tensors(2)
+    del reader
+    runner = load(path)
+    try:
+        logits = runner.eval(runner.tokenize("Good morning, everyone."))
+        assert logits.shape == (2048,) and np.isfinite(logits).all()
+        assert time_workload(runner, Workload(prompt_tokens=20, output_tokens=5)) > 0
+    finally:
+        runner.close()
 
 
 def test_proxy_has_the_catalogue_shape_and_quantisation(small_proxy):

@@ -336,6 +336,7 @@ def create_translator(
         source_lang=spec.source_lang,
         target_lang=spec.target,
         prompt_style=style,
+        chat_prompt=catalogued.extra.get("chat_prompt", "generic") if catalogued is not None else "generic",
         n_threads=spec.n_threads,
         n_gpu_layers=spec.n_gpu_layers,
         beta=knobs.beta,

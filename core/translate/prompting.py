@@ -8,7 +8,7 @@ import re
 from .. import logger
 from ..errors import ModelError
 from .llama_runner import LlamaRunner
-from .prompts import chat_messages, few_shot_prompt
+from .prompts import chat_messages, few_shot_prompt, raw_chat_prompt
 
 
 def resolve_style(runner: LlamaRunner, style: str) -> str:
@@ -23,13 +23,16 @@ def resolve_style(runner: LlamaRunner, style: str) -> str:
 
 
 class Prompter:
-    """Writes the prompt for a source text in the model's prompt style (``few-shot`` or ``chat``)."""
+    """Writes the prompt for a source text in the model's prompt style (``few-shot`` or ``chat``);
+    ``chat_prompt``: the wording a chat asks in (:data:`~core.translate.prompts.CHAT_PROMPTS`)."""
 
-    def __init__(self, runner: LlamaRunner, style: str, source_lang: str, target_lang: str) -> None:
+    def __init__(self, runner: LlamaRunner, style: str, source_lang: str, target_lang: str,
+                 chat_prompt: str = "generic") -> None:
         self.runner = runner
         self.style = resolve_style(runner, style)
+        self.chat_prompt = chat_prompt
         self._chat_formatter = None
-        if self.style == "chat":
+        if self.style == "chat" and raw_chat_prompt("", source_lang, target_lang, chat_prompt) is None:
             try:
                 self._chat_formatter = self._make_chat_formatter(source_lang, target_lang)
             except ModelError as exc:
@@ -47,7 +50,7 @@ class Prompter:
         if not template:
             raise ModelError("This translation model has no chat template; set the prompt style to few-shot.")
         eos, bos = self.runner.special_token_texts()
-        probe = chat_messages("Good morning.", source_lang, target_lang)
+        probe = chat_messages("Good morning.", source_lang, target_lang, self.chat_prompt)
         try:
             formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
             asking = formatter(messages=probe).prompt
@@ -69,8 +72,12 @@ class Prompter:
         """The full prompt for ``source`` (the translation is generated after it); ``leave_out``: a
         few-shot example to leave out."""
         if self.style == "chat":
+            raw = raw_chat_prompt(source, source_lang, target_lang, self.chat_prompt)
+            if raw is not None:
+                return raw
             assert self._chat_formatter is not None
-            return self._chat_formatter(messages=chat_messages(source, source_lang, target_lang)).prompt
+            return self._chat_formatter(messages=chat_messages(source, source_lang, target_lang,
+                                                               self.chat_prompt)).prompt
         return few_shot_prompt(source, source_lang, target_lang, leave_out)
 
     def tokens(self, text: str) -> list[int]:

@@ -133,9 +133,30 @@ def needs_no_translation(source: str) -> bool:
     return not any(ch.isalpha() for ch in source)
 
 
-def chat_messages(source: str, source_lang: str, target_lang: str) -> list[dict[str, str]]:
-    """Messages for an instruct model's chat template."""
+# How each instruct model is asked to translate (a catalogue model's ``chat_prompt``; core.models.registry):
+# the wording of its model card, since a model tuned for translation was trained on it.
+CHAT_PROMPTS = ("generic", "hy-mt", "eurollm", "translategemma")
+# BCP-47 codes as TranslateGemma's template takes them (Chinese by its script)
+_BCP47 = {"zh": "zh-Hans"}
+
+
+def chat_messages(source: str, source_lang: str, target_lang: str, prompt: str = "generic") -> list[dict[str, str]]:
+    """Messages for an instruct model's chat template, in the wording ``prompt`` names (:data:`CHAT_PROMPTS`;
+    ``translategemma`` is written whole by :func:`raw_chat_prompt` instead)."""
     src_name, tgt_name = language_name(source_lang), language_name(target_lang)
+    if prompt == "hy-mt":  # tencent/Hy-MT2 README: no source language, and its own wording into Chinese
+        if target_lang == "zh":
+            return [{"role": "user", "content": f"将以下文本翻译为中文，注意只需要输出翻译后的结果，不要额外解释：\n\n"
+                                                f"{source}"}]
+        return [{"role": "user", "content": (f"Translate the following text into {tgt_name}. Note that you should only "
+                                             f"output the translated result without any additional explanation:"
+                                             f"\n\n{source}")}]
+    if prompt == "eurollm":  # utter-project/EuroLLM-1.7B-Instruct model card: an empty system turn, labelled lines
+        return [{"role": "system", "content": ""},
+                {"role": "user", "content": (f"Translate the following {src_name} source text to {tgt_name}:\n"
+                                             f"{src_name}: {source} \n{tgt_name}: ")}]
+    if prompt != "generic":
+        raise ValueError(f"no chat messages are written for the {prompt!r} prompt")
     return [
         {
             "role": "user",
@@ -145,3 +166,19 @@ def chat_messages(source: str, source_lang: str, target_lang: str) -> list[dict[
             ),
         }
     ]
+
+
+def raw_chat_prompt(source: str, source_lang: str, target_lang: str, prompt: str) -> str | None:
+    """The whole prompt, turn markers included, for a model whose own chat template cannot take plain
+    messages (None for the others). TranslateGemma's template wants each message's text with its
+    language codes as structured content and writes the instruction itself; this is what it renders
+    (google/translategemma-4b-it), the reply's start included."""
+    if prompt != "translategemma":
+        return None
+    src, tgt = language_name(source_lang), language_name(target_lang)
+    src_code, tgt_code = _BCP47.get(source_lang, source_lang), _BCP47.get(target_lang, target_lang)
+    return (f"<start_of_turn>user\nYou are a professional {src} ({src_code}) to {tgt} ({tgt_code}) translator. "
+            f"Your goal is to accurately convey the meaning and nuances of the original {src} text while adhering "
+            f"to {tgt} grammar, vocabulary, and cultural sensitivities.\nProduce only the {tgt} translation, "
+            f"without any additional explanations or commentary. Please translate the following {src} text into "
+            f"{tgt}:\n\n\n{source}<end_of_turn>\n<start_of_turn>model\n")

@@ -2,8 +2,9 @@
 
 No bigger translator need be downloaded to know its speed: llama.cpp's time for a token depends on
 the model's architecture, its dimensions and the quantisation of each tensor, not on the weights'
-values. A proxy is a GGUF of the catalogue model's exact shape (:class:`TranslatorShape`: Qwen2's
-hidden size, heads, KV heads, feed-forward size, vocabulary, tied embeddings) with random weights,
+values. A proxy is a GGUF of the catalogue model's exact shape (:class:`TranslatorShape`: its
+llama.cpp architecture (Qwen2, Llama, Gemma 3, Hunyuan dense), hidden size, heads, KV heads, head size,
+feed-forward size, vocabulary, tied embeddings) with random weights,
 written with the ``gguf`` package (as Q8_0, whose random bytes need no quantising) and quantised by
 llama.cpp's own quantiser to Q4_K_M, the type the catalogue downloads, so every tensor gets the type
 it has in the real file (Q6_K for the tied embeddings and half the layers' ``attn_v``/``ffn_down``).
@@ -61,43 +62,59 @@ DEPTHS = (2, 4)  # the layers of the timed proxies
 
 @dataclass(frozen=True)
 class TranslatorShape:
-    """The dimensions of a Qwen2-architecture model that set its speed (its published config.json)."""
+    """The dimensions of a catalogue translator that set its speed (its published config.json), in one of
+    the architectures llama.cpp runs them as (:data:`ARCHITECTURES`)."""
 
     name: str  # the catalogue name
     layers: int  # num_hidden_layers
     hidden: int  # hidden_size
     heads: int  # num_attention_heads
     kv_heads: int  # num_key_value_heads
-    ffn: int  # intermediate_size
+    ffn: int  # intermediate_size (the one the model runs: LFM2's after its own adjustment)
     vocab: int  # vocab_size (the embedding's rows)
     tied: bool = True  # tie_word_embeddings: the output projection is the token embedding
     context: int = 32768  # max_position_embeddings
     rope_base: float = 1_000_000.0
     rms_eps: float = 1e-6
     architecture: str = "qwen2"
+    head_dim_: int | None = None  # head_dim where it is not hidden / heads (Gemma 3)
+    sliding_window: int | None = None  # Gemma 3: its local layers' window
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"no proxy is written for the {self.architecture} architecture")
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_ or self.hidden // self.heads
 
     def key(self, layers: int) -> str:
         """The cache file's name of a proxy with ``layers`` layers."""
+        extra = f"-d{self.head_dim}" if self.head_dim_ else ""
         return (f"{self.architecture}-h{self.hidden}-a{self.heads}-kv{self.kv_heads}-f{self.ffn}-v{self.vocab}"
-                f"{'-tied' if self.tied else ''}-l{layers}-q4_k_m-p{PROXY_VERSION}.gguf")
+                f"{extra}{'-tied' if self.tied else ''}-l{layers}-q4_k_m-p{PROXY_VERSION}.gguf")
 
     def tensors(self, layers: int) -> dict[str, tuple[int, ...]]:
         """Each tensor's name and shape (rows, columns: numpy order) as the GGUF converter writes them."""
-        h, kv = self.hidden, self.kv_heads * self.head_dim
+        h, d, arch = self.hidden, self.head_dim, self.architecture
+        q, kv = self.heads * d, self.kv_heads * d
         out: dict[str, tuple[int, ...]] = {"token_embd.weight": (self.vocab, h), "output_norm.weight": (h,)}
         if not self.tied:
             out["output.weight"] = (self.vocab, h)
         for i in range(layers):
             b = f"blk.{i}."
-            out |= {b + "attn_norm.weight": (h,), b + "attn_q.weight": (h, h), b + "attn_q.bias": (h,),
-                    b + "attn_k.weight": (kv, h), b + "attn_k.bias": (kv,), b + "attn_v.weight": (kv, h),
-                    b + "attn_v.bias": (kv,), b + "attn_output.weight": (h, h), b + "ffn_norm.weight": (h,),
-                    b + "ffn_gate.weight": (self.ffn, h), b + "ffn_up.weight": (self.ffn, h),
-                    b + "ffn_down.weight": (h, self.ffn)}
+            out |= {b + "attn_norm.weight": (h,), b + "attn_q.weight": (q, h), b + "attn_k.weight": (kv, h),
+                    b + "attn_v.weight": (kv, h), b + "attn_output.weight": (h, q)}
+            if arch == "qwen2":
+                out |= {b + "attn_q.bias": (q,), b + "attn_k.bias": (kv,), b + "attn_v.bias": (kv,)}
+            if arch in ("gemma3", "hunyuan-dense"):
+                out |= {b + "attn_q_norm.weight": (d,), b + "attn_k_norm.weight": (d,)}
+            if arch == "gemma3":
+                out[b + "post_attention_norm.weight"] = (h,)
+            out |= {b + "ffn_norm.weight": (h,), b + "ffn_gate.weight": (self.ffn, h),
+                    b + "ffn_up.weight": (self.ffn, h), b + "ffn_down.weight": (h, self.ffn)}
+            if arch == "gemma3":
+                out[b + "post_ffw_norm.weight"] = (h,)
         return out
 
     def parameters(self, layers: int | None = None) -> int:
@@ -105,11 +122,28 @@ class TranslatorShape:
         return sum(int(np.prod(s)) for s in self.tensors(self.layers if layers is None else layers).values())
 
 
-# Qwen/Qwen2.5-1.5B-Instruct and Qwen/Qwen2.5-3B-Instruct config.json: both tie their embeddings (1.54B and
-# 3.09B parameters with 1.31B and 2.77B outside the embedding: the embedding counted once).
+# the architectures proxies are written in (llama.cpp's names)
+ARCHITECTURES = ("qwen2", "llama", "gemma3", "hunyuan-dense")
+
+# Each from the model's published config.json (the GGUF's metadata where noted); the parameter counts they
+# give are the published ones (tests/test_translator_proxy.py):
+# - Qwen/Qwen2.5-1.5B-Instruct and -3B-Instruct: both tie their embeddings (1.54B and 3.09B).
+# - tencent/Hy-MT2-1.8B: HunYuanDenseV1 (llama.cpp's hunyuan-dense), head_dim 128, tied, qk norm (1.79B).
+# - utter-project/EuroLLM-1.7B-Instruct: Llama, embeddings not tied (1.66B).
+# - google/translategemma-4b-it: Gemma 3 4B's text model (its GGUF's metadata: 34 layers, head_dim 256,
+#   sliding window 1024; Gemma 3's tied 262,208-token embedding): 3.88B.
+# Not in the catalogue: LFM2 translators (LiquidAI/LFM2-350M-ENJP-MT): their short-convolution layers keep a
+# running state that llama.cpp can drop only whole, not roll back to a token, which SSBD and prefix reuse do
+# at every update.
 SHAPES: dict[str, TranslatorShape] = {
     "qwen2.5-1.5b-instruct": TranslatorShape("qwen2.5-1.5b-instruct", 28, 1536, 12, 2, 8960, 151936),
     "qwen2.5-3b-instruct": TranslatorShape("qwen2.5-3b-instruct", 36, 2048, 16, 2, 11008, 151936),
+    "hy-mt2-1.8b": TranslatorShape("hy-mt2-1.8b", 32, 2048, 16, 4, 6144, 120818, context=262144, rope_base=10000.0,
+                                   rms_eps=1e-5, architecture="hunyuan-dense"),
+    "eurollm-1.7b-instruct": TranslatorShape("eurollm-1.7b-instruct", 24, 2048, 16, 8, 5632, 128000, tied=False,
+                                             context=4096, rope_base=10000.0, rms_eps=1e-5, architecture="llama"),
+    "translategemma-4b": TranslatorShape("translategemma-4b", 34, 2560, 8, 4, 10240, 262208, context=131072,
+                                         architecture="gemma3", head_dim_=256, sliding_window=1024),
 }
 
 
@@ -182,6 +216,11 @@ def write_source(shape: TranslatorShape, layers: int, path: Path, seed: int = 0)
     writer.add_feed_forward_length(shape.ffn)
     writer.add_head_count(shape.heads)
     writer.add_head_count_kv(shape.kv_heads)
+    if shape.head_dim_:
+        writer.add_key_length(shape.head_dim)
+        writer.add_value_length(shape.head_dim)
+    if shape.sliding_window:
+        writer.add_sliding_window(shape.sliding_window)
     writer.add_rope_freq_base(shape.rope_base)
     writer.add_layer_norm_rms_eps(shape.rms_eps)
     writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_Q8_0))
@@ -197,8 +236,8 @@ def write_source(shape: TranslatorShape, layers: int, path: Path, seed: int = 0)
     writer.add_pad_token_id(first_special)
     writer.add_add_bos_token(False)
     for name, dims in tensors.items():
-        if len(dims) == 1:
-            writer.add_tensor_info(name, dims, np.dtype(np.float32), int(dims[0]) * 4)
+        if len(dims) == 1:  # norms and biases
+            writer.add_tensor_info(name, dims, np.dtype(np.float32), int(np.prod(dims)) * 4)
         else:
             rows, cols = dims
             writer.add_tensor_info(name, (rows, cols // 32 * 34), np.dtype(np.uint8), rows * cols // 32 * 34,
@@ -209,7 +248,7 @@ def write_source(shape: TranslatorShape, layers: int, path: Path, seed: int = 0)
     for name, dims in tensors.items():
         if len(dims) == 1:
             base = 1.0 if name.endswith("norm.weight") else 0.0
-            writer.write_tensor_data((base + 0.02 * rng.standard_normal(dims[0])).astype(np.float32))
+            writer.write_tensor_data((base + 0.02 * rng.standard_normal(dims)).astype(np.float32))
         else:
             writer.write_tensor_data(_q8_0(rng, *dims))
     writer.close()

@@ -41,6 +41,7 @@ class TranslatorOptions:
     source_lang: str = "en"
     target_lang: str = "de"
     prompt_style: str = "auto"  # auto | few-shot | chat
+    chat_prompt: str = "generic"  # a chat's wording: core.translate.prompts.CHAT_PROMPTS (the catalogue's)
     n_ctx: int = 2048
     n_threads: int = 0
     n_gpu_layers: int = 0
@@ -166,7 +167,7 @@ class LlamaTranslator:
         self.runner = LlamaRunner(model_path, self.options.n_ctx, self.options.n_threads, self.options.n_gpu_layers)
         try:
             self.prompter = Prompter(self.runner, self.options.prompt_style, self.options.source_lang,
-                                     self.options.target_lang)
+                                     self.options.target_lang, self.options.chat_prompt)
         except ModelError:
             self.runner.close()
             raise
