@@ -30,6 +30,14 @@ nothing, it shows the script runs end to end.
 Usage:
   python -m bench.gpu_all pack [--part-mb 48]
   python -m bench.gpu_all [--device cuda|cpu] [--dry] [--llama DIR] [--json FILE] [--budget-s 420]
+
+On the GPU machine (the ``run`` tool; a warm machine keeps what earlier calls carried), KEY being the folder
+``packaging/build-llama-cuda.sh`` printed:
+  one call per part:  command ``true``, carry ``.cache/gpu-carry/gemma-3-270m-q4_k_m.gguf.partNN``
+  then:               command ``python3 -m bench.gpu_all --llama .cache/llama-cuda/KEY --json $OUT/gpu_all.json``,
+                      carry ``.cache/llama-cuda/KEY``, ``.cache/gpu-carry/site``,
+                      ``.cache/gpu-carry/ntrex-sources.txt``, ``.cache/gpu-carry/ntrex-de.txt``
+                      (about 50 MB with the repository), timeout 540 s
 """
 
 from __future__ import annotations

@@ -50,6 +50,13 @@ PATH="$cuda/bin:$PATH" CUDACXX="$cuda/bin/nvcc" CMAKE_BUILD_PARALLEL_LEVEL=$(npr
       tail -n 40 "$work/build.log" >&2; say "the build failed (log above)"; exit 1; }
 mkdir -p "$out.partial"
 "$tk/venv/bin/python" -m zipfile -e "$work"/llama_cpp_python-*.whl "$out.partial"
+# Only the package travels, and in its lib/ only the names llama_cpp opens and the sonames the libraries ask
+# for (a wheel stores each library three times: name, soname, full version).
+keep="libllama.so libllama.so.0 libmtmd.so libggml.so libggml.so.0 libggml-base.so.0 libggml-cpu.so.0 libggml-cuda.so.0"
+find "$out.partial" -mindepth 1 -maxdepth 1 ! -name llama_cpp -exec rm -rf {} +
+for f in "$out.partial"/llama_cpp/lib/*; do
+  case " $keep " in *" $(basename "$f") "*) ;; *) rm -f "$f" ;; esac
+done
 find "$out.partial" -name '*.so*' -type f -exec strip --strip-unneeded {} +
 rm -rf "$out"; mv "$out.partial" "$out"
 say "done: $(du -sh "$out" | cut -f1) in $out"

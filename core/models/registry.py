@@ -213,39 +213,17 @@ for _size_b, _bytes, _desc in (
 
 # Translation models of 2025–26 (Q4_K_M GGUF, checked against the sha256 the hub sends). Each is asked in its
 # own words (``chat_prompt``: core.translate.prompts.chat_messages); the file names are those of the repositories.
-_register(
-    ModelSpec(
-        name="hy-mt2-1.8b",
-        kind="gguf",
-        description="Hy-MT2 1.8B, Q4_K_M GGUF (Tencent's translation model, 33 languages; Apache-2.0)",
-        approx_size=1_133_080_448,
-        hub_repo="tencent/Hy-MT2-1.8B-GGUF",
-        files=(ModelFile("Hy-MT2-1.8B-Q4_K_M.gguf", size=1_133_080_448),),
-        extra={"prompt_style": "chat", "chat_prompt": "hy-mt"},
-    )
-)
-_register(
-    ModelSpec(
-        name="eurollm-1.7b-instruct",
-        kind="gguf",
-        description="EuroLLM 1.7B Instruct, Q4_K_M GGUF (the EU languages and 11 more; Apache-2.0)",
-        approx_size=1_045_157_088,
-        hub_repo="mradermacher/EuroLLM-1.7B-Instruct-GGUF",
-        files=(ModelFile("EuroLLM-1.7B-Instruct.Q4_K_M.gguf", size=1_045_157_088),),
-        extra={"prompt_style": "chat", "chat_prompt": "eurollm"},
-    )
-)
-_register(
-    ModelSpec(
-        name="translategemma-4b",
-        kind="gguf",
-        description="TranslateGemma 4B, Q4_K_M GGUF (Google's translation model, 55 languages; Gemma terms)",
-        approx_size=2_489_909_760,
-        hub_repo="mradermacher/translategemma-4b-it-GGUF",
-        files=(ModelFile("translategemma-4b-it.Q4_K_M.gguf", size=2_489_909_760),),
-        extra={"prompt_style": "chat", "chat_prompt": "translategemma"},
-    )
-)
+for _name, _desc, _bytes, _repo, _file, _prompt in (
+    ("hy-mt2-1.8b", "Hy-MT2 1.8B, Q4_K_M GGUF (Tencent's translation model, 33 languages; Apache-2.0)", 1_133_080_448,
+     "tencent/Hy-MT2-1.8B-GGUF", "Hy-MT2-1.8B-Q4_K_M.gguf", "hy-mt"),
+    ("eurollm-1.7b-instruct", "EuroLLM 1.7B Instruct, Q4_K_M GGUF (the EU languages and 11 more; Apache-2.0)",
+     1_045_157_088, "mradermacher/EuroLLM-1.7B-Instruct-GGUF", "EuroLLM-1.7B-Instruct.Q4_K_M.gguf", "eurollm"),
+    ("translategemma-4b", "TranslateGemma 4B, Q4_K_M GGUF (Google's translation model, 55 languages; Gemma terms)",
+     2_489_909_760, "mradermacher/translategemma-4b-it-GGUF", "translategemma-4b-it.Q4_K_M.gguf", "translategemma"),
+):
+    _register(ModelSpec(name=_name, kind="gguf", description=_desc, approx_size=_bytes, hub_repo=_repo,
+                        files=(ModelFile(_file, size=_bytes),),
+                        extra={"prompt_style": "chat", "chat_prompt": _prompt}))
 
 
 def get_spec(name: str) -> ModelSpec | None:
