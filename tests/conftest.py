@@ -239,26 +239,3 @@ def pytest_sessionstart(session):
     if problems:
         raise pytest.UsageError("SOTTO_FORCED_ISA=AVX2, but " + "; ".join(problems))
 
-
-# -- two processes (pytest-xdist; packaging/test.sh runs the suite so) ------------------------------------------
-# Files that start a private PulseAudio server run in one process, one after another: two servers at once share
-# the user's PulseAudio cookie, and a client of the first is refused by the second.
-PULSE_FILES = {"test_loopback.py", "test_meeting.py", "test_microphone.py"}
-# The longest files go first, so that none of them starts last and leaves the other process idle.
-LONGEST_FIRST = ("test_soak.py", "pulse", "test_speculative.py", "test_verified.py", "test_conversation.py",
-                 "test_ssbd.py", "test_app.py", "test_translation_quality.py", "test_faults.py", "test_installer.py",
-                 "test_reliability.py", "test_privacy.py", "test_streaming_asr.py", "test_calibration.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist each file is one unit of work (the PulseAudio files one unit together), longest first;
-    a file's tests stay together and in order, so its module fixtures are built once."""
-    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "numprocesses", None):
-        return
-    group = {}
-    for item in items:
-        name = item.path.name
-        group[item.nodeid] = "pulse" if name in PULSE_FILES else name
-        item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(group[item.nodeid], len(rank)))  # stable: files keep their order
