@@ -238,4 +238,3 @@ def pytest_sessionstart(session):
             problems.append(f"{name} is not AVX2")
     if problems:
         raise pytest.UsageError("SOTTO_FORCED_ISA=AVX2, but " + "; ".join(problems))
-
