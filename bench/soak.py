@@ -15,8 +15,9 @@ minute catches it about one time in ten), CPU-seconds per second, the lag
 (wall clock minus audio clock at each read: median and largest of the minute), the
 speech→screen latency of the sentences committed in that minute (when the overlay
 received the finished line, minus when its last word was spoken: median and p90), of
-their translations, open file descriptors, threads (all of the process's, native ones
-included), the journal's size and the sentences so far.
+their translations, open file descriptors and threads (all of the process's, native ones
+included; read every second, the row gives the fewest, the level held through the minute, and the
+most), the journal's size and the sentences so far.
 
 The verdict (after ``warmup`` minutes, 10 for runs of 30 minutes or more): every minute's level
 of resident memory within ±5% of their median (the peaks are reported beside it); the slope of the lag and of
@@ -290,13 +291,21 @@ def run(minutes: float, every: float = 60.0, json_path: Path | None = None, targ
     history = tmp / "data" / "history"
     last = {"wall": time.monotonic(), "cpu": sum(os.times()[:2])}
     memory: list[float] = []  # resident memory read every second of the current minute (MB)
+    # descriptors and threads read every second too: the row keeps their fewest, the level. A file
+    # open for a moment (the journal appended to, a settings write) or a short-lived worker is not held;
+    # a leak raises the level.
+    held: dict[str, list[int]] = {"fds": [], "threads": []}
 
     def sample() -> None:
-        memory.append(_proc_status().get("VmRSS", 0) / 1024)
+        status = _proc_status()
+        memory.append(status.get("VmRSS", 0) / 1024)
+        fds = _descriptors()
+        if fds is not None:
+            held["fds"].append(fds)
+        held["threads"].append(status.get("Threads", 0))
 
     def reading() -> None:
         now, cpu = time.monotonic(), sum(os.times()[:2])
-        status = _proc_status()
         sample()
         row = {
             "minute": round((now - source.started_at) / 60.0, 2),
@@ -306,11 +315,15 @@ def run(minutes: float, every: float = 60.0, json_path: Path | None = None, targ
             "lag_p50": _median(recorder.lag), "lag_max": round(max(recorder.lag), 3) if recorder.lag else None,
             "latency_p50": _median(recorder.latency), "latency_p90": _pct(recorder.latency, 90),
             "translation_p50": _median(recorder.translation), "translation_p90": _pct(recorder.translation, 90),
-            "sentences": recorder.lines, "fds": _descriptors(), "threads": status.get("Threads", 0),
+            "sentences": recorder.lines, "fds": min(held["fds"]) if held["fds"] else None,
+            "fds_peak": max(held["fds"]) if held["fds"] else None, "threads": min(held["threads"]),
+            "threads_peak": max(held["threads"]),
             "python_threads": threading.active_count(), "journal_kb": round(_folder_bytes(history) / 1024, 1),
         }
         last.update(wall=now, cpu=cpu)
         memory.clear()
+        held["fds"].clear()
+        held["threads"].clear()
         recorder.lag.clear()
         recorder.latency.clear()
         recorder.translation.clear()
