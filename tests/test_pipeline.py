@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 from conftest import Recorder
 
 from core.audio import FileSource
@@ -163,3 +164,27 @@ def test_service_captions_without_translation_when_the_translator_cannot_load(sh
                for level, text in listener.messages), listener.messages
     assert listener.views and "country" in " ".join(line.sentence.text for line in listener.views[-1].lines).lower()
     assert service.last_session is not None and service.last_session.summary.translation is None
+
+
+def test_realtime_decodes_end_on_the_chunk_grid_and_no_audio_is_lost(shared, tiny_engine, tmp_path):
+    """In real time a read ends wherever the thread woke up; the decodes still end on the grid of
+    ``asr.min_chunk_s`` counted from the start, as fast mode's do, so that two runs of one recording
+    hear the same windows wherever decoding keeps up (issue #48). Nothing read is left undecoded."""
+    from core.audio.convert import SAMPLE_RATE
+
+    pushed: list[int] = []
+
+    class Counting(CaptionPipeline):
+        def _push(self, stream, chunk):
+            pushed.append(chunk.size)
+            super()._push(stream, chunk)
+
+    settings = Settings().with_value("asr.min_chunk_s", 0.4)
+    source = FileSource(shared / "asr" / "jfk.flac", realtime=True, speed=2.0)
+    summary = Counting(settings, tiny_engine, None, Recorder(), tmp_path, realtime=True).run(source)
+    assert summary.completed
+    grid = round(0.4 * SAMPLE_RATE)
+    ends = np.cumsum(pushed)
+    assert len(pushed) > 5 and all(end % grid == 0 for end in ends[:-1]), (grid, pushed)
+    assert ends[-1] == source.audio.size  # the last fraction of a chunk is decoded at the end
+    assert "country" in (tmp_path / "source.srt").read_text().lower()

@@ -28,6 +28,7 @@ from .. import logger
 from ..asr.engine import ASREngine
 from ..asr.streaming import StreamingTranscriber
 from ..asr.verified import LineVerifier, VerifyOptions, make_transcriber
+from ..audio.convert import SAMPLE_RATE
 from ..audio.sources import AudioSource
 from ..captions.policy import CaptionPolicy
 from ..errors import SottoError
@@ -96,6 +97,8 @@ class AudioStream:
     transcriber: StreamingTranscriber | LineVerifier
     done: bool = False
     was_paused: bool = False
+    pushed: int = 0  # samples given to the transcriber
+    held: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
 # In real time, speech recognition decodes as often as ``asr.min_chunk_s`` allows while it takes at
@@ -264,14 +267,49 @@ class CaptionPipeline:
             for stream in self.streams:
                 if stream.done or self._stop.is_set():
                     continue
-                chunk = stream.source.read(self._chunk_seconds(), timeout=0.5)
+                chunk = stream.source.read(self._wanted_seconds(stream), timeout=0.5)
                 if chunk is None:
                     stream.done = True
+                    if stream.held.size:  # the recording's last fraction of a chunk
+                        self._push(stream, stream.held)
+                        stream.held = stream.held[:0]
                     continue
                 if chunk.size == 0:
                     continue
-                self._push(stream, chunk)
+                chunk = self._on_grid(stream, chunk)
+                if chunk.size:
+                    self._push(stream, chunk)
             self._progress()
+
+    def _grid(self) -> int:
+        return max(1, round(self.settings.asr.min_chunk_s * SAMPLE_RATE))
+
+    def _wanted_seconds(self, stream: AudioStream) -> float:
+        """Audio to wait for before the next read. In real time each decode ends on the grid of
+        ``asr.min_chunk_s`` from the stream's start, where fast mode's decodes end: the first grid
+        point at least :meth:`_chunk_seconds` after the last decode."""
+        chunk = self._chunk_seconds()
+        if not self.realtime:
+            return chunk
+        grid = self._grid()
+        point = -(-(stream.pushed + round(chunk * SAMPLE_RATE)) // grid) * grid
+        return max(1, point - stream.pushed - stream.held.size) / SAMPLE_RATE
+
+    def _on_grid(self, stream: AudioStream, chunk: np.ndarray) -> np.ndarray:
+        """The audio to decode now: in real time up to the last grid point that has arrived, the rest
+        held for the next read. A read ends wherever the thread woke up: taking all of it, one late
+        read shifted every later decode, and a run's windows (so its words) differed from the next
+        run's on the same recording (issue #48's rounds). On the grid they differ only where decoding
+        falls behind it."""
+        if not self.realtime:
+            stream.pushed += chunk.size
+            return chunk
+        audio = np.concatenate([stream.held, chunk]) if stream.held.size else chunk
+        grid = self._grid()
+        cut = (stream.pushed + audio.size) // grid * grid - stream.pushed
+        stream.held = audio[max(0, cut):]
+        stream.pushed += max(0, cut)
+        return audio[:max(0, cut)]
 
     def _push(self, stream: AudioStream, chunk: np.ndarray) -> None:
         paused = self._paused.is_set()
