@@ -271,8 +271,9 @@ class CaptionPipeline:
                 if chunk is None:
                     stream.done = True
                     if stream.held.size:  # the recording's last fraction of a chunk
-                        self._push(stream, stream.held)
-                        stream.held = stream.held[:0]
+                        last, stream.held = stream.held, stream.held[:0]
+                        stream.pushed += last.size
+                        self._push(stream, last)
                     continue
                 if chunk.size == 0:
                     continue
