@@ -15,7 +15,10 @@ folder gets a README, a manifest (file, length, sha256, split) and the licence n
 - ``spoken_mt/``: TED talk transcripts with their human German translations (IWSLT 2017 test sets
   tst2016 = tune and tst2017 = held out, from hlt-mt/WIT3, CC BY-NC-ND 3.0), one segment per line
   (``.en``, ``.de``, and ``.talks`` with each line's talk id), and short informal Tatoeba sentence
-  pairs (CC BY 2.0 FR, via DarrenCarvalho/Language-Translation's ``data/deu.txt``), split in two.
+  pairs (CC BY 2.0 FR, via DarrenCarvalho/Language-Translation's ``data/deu.txt``), split in two; and
+  the English and German lines of customer-support conversations (BConTrasT, the WMT20 chat task's
+  corpus from Unbabel/BConTrasT, CC BY-SA 4.0: Taskmaster-1's dialogues and their German translations),
+  both sides as English → German pairs in conversation order: dev = tune, test (gold references) = held out.
 - ``lang/fleurs_es.flac``: two Spanish FLEURS recordings with their transcripts (CC BY 4.0, from
   sebastian-software/cuttledoc's test fixtures).
 """
@@ -47,6 +50,8 @@ TED_SPLITS = {"tst2016": "tune", "tst2017": "heldout"}
 TATOEBA = "DarrenCarvalho/Language-Translation"
 TATOEBA_PER_SPLIT = 300
 TATOEBA_MAX_WORDS = 6
+CHAT = "Unbabel/BConTrasT"
+CHAT_SPLITS = {"dev.json": "tune", "test1_corpus-with_gold_references.json": "heldout"}
 FLEURS = "sebastian-software/cuttledoc"
 FLEURS_ES = ("packages/cuttledoc/fixtures/fleurs-es-000", "packages/cuttledoc/fixtures/fleurs-es-001")
 RATE = 16000
@@ -56,6 +61,7 @@ LICENCES = {
     "CC-BY-NC-ND-3.0": "https://creativecommons.org/licenses/by-nc-nd/3.0/legalcode",
     "CC-BY-2.0-FR": "https://creativecommons.org/licenses/by/2.0/fr/legalcode",
     "CC-BY-4.0": "https://creativecommons.org/licenses/by/4.0/legalcode",
+    "CC-BY-SA-4.0": "https://creativecommons.org/licenses/by-sa/4.0/legalcode",
 }
 
 
@@ -187,6 +193,21 @@ def spoken_mt(mirror: Path, out: Path) -> list[tuple[str, str, str, str, str]]:
         (out / f"{name}.en").write_text("".join(e + "\n" for e, _ in part), encoding="utf-8")
         (out / f"{name}.de").write_text("".join(d + "\n" for _, d in part), encoding="utf-8")
         rows.append((f"{name}.en", f"{len(part)} lines", split, snap.source("data/deu.txt"), "CC-BY-2.0-FR"))
+
+    snap = Snapshot(mirror, CHAT)
+    for path, split in CHAT_SPLITS.items():
+        pairs = []
+        for turns in json.loads(snap.read(path)).values():
+            for turn in turns:  # the agent writes English; the customer's English is the target of their German
+                en, de = ((turn["source"], turn["target"]) if turn["speaker"] == "agent"
+                          else (turn["target"], turn["source"]))
+                en, de = " ".join(en.split()), " ".join(de.split())
+                if en and de:
+                    pairs.append((en, de))
+        name = f"spoken_mt/chat_{split}"
+        (out / f"{name}.en").write_text("".join(e + "\n" for e, _ in pairs), encoding="utf-8")
+        (out / f"{name}.de").write_text("".join(d + "\n" for _, d in pairs), encoding="utf-8")
+        rows.append((f"{name}.en", f"{len(pairs)} lines", split, snap.source(path), "CC-BY-SA-4.0"))
     return rows
 
 

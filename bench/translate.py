@@ -34,9 +34,10 @@ run, so the tables show what the exact build costs.
 
 ``--finished`` runs instead a table of finished sentences only, English → German, each translated as the
 app translates one (``sotto translate``'s path, core.translate.document): NTREX next to spoken text (short
-Tatoeba utterances, TED talk transcripts: the tune splits of /work/shared/data/gathered/spoken_mt; the
-held-out splits too with ``--heldout``, for the final report only), counting copies left in English, fragments
-and phrase loops (core.translate.quality) beside chrF.
+Tatoeba utterances, TED talk transcripts, customer-support conversations: the tune splits of
+/work/shared/data/gathered/spoken_mt; the held-out splits too with ``--heldout``, for the final report only;
+``--sets`` picks sets by name), counting copies left in English, fragments and phrase loops
+(core.translate.quality) beside chrF.
 
 ``--betas`` runs only Table 3, on 30 sentences (``--sentences N``), each configuration once
 (``--repeats``), interleaved sentence by sentence; its JSON has one row per β under ``betas``
@@ -72,8 +73,10 @@ FINISHED_SETS = (
     ("NTREX-128", "news", NTREX / "newstest2019-src.eng.txt", NTREX / "newstest2019-ref.deu.txt"),
     ("Tatoeba short", "tune", SPOKEN / "tatoeba_short_tune.en", SPOKEN / "tatoeba_short_tune.de"),
     ("TED tst2016", "tune", SPOKEN / "ted_tst2016.en", SPOKEN / "ted_tst2016.de"),
+    ("BConTrasT chat", "tune", SPOKEN / "chat_tune.en", SPOKEN / "chat_tune.de"),
     ("Tatoeba short", "heldout", SPOKEN / "tatoeba_short_heldout.en", SPOKEN / "tatoeba_short_heldout.de"),
     ("TED tst2017", "heldout", SPOKEN / "ted_tst2017.en", SPOKEN / "ted_tst2017.de"),
+    ("BConTrasT chat", "heldout", SPOKEN / "chat_heldout.en", SPOKEN / "chat_heldout.de"),
 )
 FINISHED_MARKERS = ("<!-- translate-finished:begin -->", "<!-- translate-finished:end -->")
 
@@ -274,14 +277,23 @@ def profile(translator, configs: list[Config], sources: list[str], lang: str) ->
 def broken(sources: list[str], finals: list[str], lang: str) -> dict:
     """How many finished translations a reader would call broken (core.translate.quality): a phrase
     said twice in a row (where the source does not), a fragment of the sentence, a copy left in English."""
-    from core.translate.quality import is_copy, is_fragment, phrase_loop
+    from core.translate.quality import is_fragment, phrase_loop
 
     pairs = list(zip(sources, finals, strict=True))
     return {
         "phrase_loops": sum(1 for s, t in pairs if phrase_loop(t) and not phrase_loop(s)),
         "fragments": sum(1 for s, t in pairs if is_fragment(s, t, lang)),
-        "copies": sum(1 for s, t in pairs if is_copy(s, t)),
+        "copies": sum(1 for s, t in pairs if copied(s, t)),
     }
+
+
+def copied(source: str, translation: str) -> bool:
+    """A copy left in the source language (core.translate.quality.is_copy), where the source has words to
+    translate: a line without a letter ("972-555-5151.") is shown as it is (prompts.needs_no_translation)."""
+    from core.translate.prompts import needs_no_translation
+    from core.translate.quality import is_copy
+
+    return not needs_no_translation(source) and is_copy(source, translation)
 
 
 def scores(run: Run, refs: list[str], lang: str) -> dict:
@@ -670,19 +682,22 @@ def _table_order(config: Config) -> int:
 QUICK_SENTENCES = 12
 
 
-def bench_finished(translator, heldout: bool, n: int, log) -> list[dict]:
+def bench_finished(translator, heldout: bool, n: int, log, sets: str | None = None) -> list[dict]:
     """Each set's first ``n`` sentences translated as finished ones, as the app translates a finished
     sentence with no unfinished line before it (and ``sotto translate`` each line): two rows per set,
     the first decode alone (what the app showed before the copy retry: its text is kept on the result)
     and the translation shown. chrF, BLEU, the broken ones (copies, fragments, loops) and model seconds
-    per sentence (the second row's include the retries)."""
+    per sentence (the second row's include the retries). ``sets``: comma-separated parts of set names
+    (case aside), the others left out."""
     import sacrebleu
 
-    from core.translate.quality import is_copy, is_fragment
+    from core.translate.quality import is_fragment
 
     rows = []
     for name, split, src_path, ref_path in FINISHED_SETS:
         if split == "heldout" and not heldout:
+            continue
+        if sets and not any(part.strip().lower() in name.lower() for part in sets.split(",")):
             continue
         if not src_path.is_file():
             log(f"{name} ({split}) is missing at {src_path}; left out")
@@ -701,7 +716,7 @@ def bench_finished(translator, heldout: bool, n: int, log) -> list[dict]:
                          "copy_share": round(counts["copies"] / max(len(src), 1), 4),
                          "retried": sum(r.unsteered is not None for r in results),
                          "seconds_per_sentence": round(seconds, 3) if label == "shown" else None,
-                         "copied": [[s, t] for s, t in zip(src, out, strict=True) if is_copy(s, t)],
+                         "copied": [[s, t] for s, t in zip(src, out, strict=True) if copied(s, t)],
                          "fragmented": [[s, t] for s, t in zip(src, out, strict=True) if is_fragment(s, t, "de")]})
             log(f"{name} ({split}), {label}: chrF {rows[-1]['chrf']}, copies {counts['copies']}, fragments "
                 f"{counts['fragments']}, loops {counts['phrase_loops']}")
@@ -714,7 +729,8 @@ def finished_markdown(result: dict, command: str) -> str:
     begin, end = FINISHED_MARKERS
     lines = [begin, f"`{command}` — {result['date']}, {result['machine']}, model `{result['model']}`, English → "
              "German, each sentence finished as the app translates one (the path of `sotto translate`); spoken text: "
-             "short Tatoeba utterances (CC-BY 2.0 FR) and TED talk transcripts (IWSLT, CC-BY-NC-ND 3.0) from "
+             "short Tatoeba utterances (CC-BY 2.0 FR), TED talk transcripts (IWSLT, CC-BY-NC-ND 3.0) and "
+             "customer-support conversations (BConTrasT, WMT20 chat, CC-BY-SA 4.0) from "
              "`../shared/data/gathered/spoken_mt` (not in the project), the copy retry tuned on the tune splits. Each "
              "cell: the first decode (all the app showed before the copy retry and the halves) → what is shown now. "
              "Copies: "
@@ -761,16 +777,20 @@ def main_finished(args) -> int:
     assert translator is not None
     if args.copy_retries is not None:  # the copy retry's effect (0: off, as before it existed)
         translator.options.copy_retries = args.copy_retries
+    if args.no_phrases:  # as before the set phrases were read off (the markers still are)
+        translator.options.phrases = False
     try:
         translator.translate("Hello.")  # warm-up (first-call allocations)
-        rows = bench_finished(translator, args.heldout, args.sentences or 100, log)
+        rows = bench_finished(translator, args.heldout, args.sentences or 100, log, args.sets)
         result = {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "model": args.model,
-                  "heldout": args.heldout, "copy_retries": translator.options.copy_retries, "finished": rows}
+                  "heldout": args.heldout, "copy_retries": translator.options.copy_retries,
+                  "phrases": translator.options.phrases, "finished": rows}
     finally:
         translator.close()
     command = ("sotto bench translate --finished" + (" --heldout" if args.heldout else "")
                + (f" --sentences {args.sentences}" if args.sentences else "")
                + (f" --copy-retries {args.copy_retries}" if args.copy_retries is not None else "")
+               + (f" --sets {args.sets}" if args.sets else "") + (" --no-phrases" if args.no_phrases else "")
                + ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs")
     block = finished_markdown(result, command)
     print(block)
@@ -1130,6 +1150,11 @@ def main(argv: list[str] | None = None) -> int:
                              "copies, fragments and loops counted")
     parser.add_argument("--heldout", action="store_true",
                         help="with --finished: the held-out spoken sets too (for the final report only)")
+    parser.add_argument("--sets", default=None,
+                        help="with --finished: comma-separated parts of set names (ntrex, tatoeba, ted, chat)")
+    parser.add_argument("--no-phrases", action="store_true",
+                        help="with --finished: set phrases not read off (core.translate.translator.TranslatorOptions."
+                             "phrases), as before the phrasebook")
     parser.add_argument("--copy-retries", type=int, default=None,
                         help="with --finished: decodes of a copy left in English (core.translate.translator."
                              "TranslatorOptions.copy_retries; 0: none, as before the copy retry)")

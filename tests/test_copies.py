@@ -10,7 +10,7 @@ import pytest
 from core.translate.clauses import halves
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
-from core.translate.markers import markers_alone, split_markers, with_markers
+from core.translate.markers import markers_alone, split_markers, split_tail, with_markers, with_tail
 from core.translate.prompts import borrowed_example
 from core.translate.quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english
 
@@ -19,6 +19,9 @@ from core.translate.quality import is_copy, is_fragment, keeps_enough, keeps_num
 COPIED = ("Cheers, y'all.", "Hold on a second.", "Alright, let's get started.", "Hey, how's it going?")
 # one-word replies the first decode gives back as they are ("Bye." → "Bye.", "Yeah." → "Yeah.")
 REPLIES = ("Yeah.", "Bye.", "Yep.")
+# lines made of set phrases (core.translate.phrasebook), as the app says them in German
+PHRASES_SAID = {"See you later.": "Bis später.", "Got it.": "Verstanden.", "Sounds good.": "Klingt gut.",
+                "Bye bye.": "Tschüss.", "Thanks, everyone!": "Danke, alle zusammen!", "Yes, sir.": "Ja, mein Herr."}
 # copied before the retry (names counted), each with a name or a number that its translation keeps
 NAMES_AND_NUMBERS = (("Welcome to CSA in Italy.", ("CSA",)),
                      ("Willoughby set up Truly with Capp in 2016 and Jones, 52.", ("Capp", "52", "2016")))
@@ -240,12 +243,12 @@ OKAY = ("Okay, and I have two options for you.", "Okay, anything else that I can
 def test_discourse_markers_are_read_off_a_lines_start():
     assert split_markers("Okay, and I have two options for you.", "en", "de") == (["Okay"], "And I have two options "
                                                                                               "for you.")
-    assert split_markers("Yes, yes. Tom is here.", "en", "fr") == (["Oui", "Oui"], "Tom is here.")
+    assert split_markers("Yes, yes. Tom is here.", "en", "fr") == (["Oui", "oui."], "Tom is here.")
     for whole in ("Well done.", "So there is a train.", "Okay so the time is fine.", "Nothing, okay."):
         assert split_markers(whole, "en", "de") == ([], whole)  # no comma or stop after it, or not at the start
     assert split_markers("Okay, and then?", "de", "en") == ([], "Okay, and then?")  # English sources only
     assert split_markers("Okay, and then?", "en", "xx") == ([], "Okay, and then?")  # no word list
-    assert markers_alone(["Okay", "Okay"], "Okay, okay.", "de") == "Okay, okay."
+    assert markers_alone(["Okay", "okay"], "Okay, okay.", "de") == "Okay, okay."
     assert markers_alone(["Ja"], "Yes?", "de") == "Ja?" and markers_alone(["はい"], "Yes.", "ja") == "はい。"
     # the rest's first word in lower case where only its place capitalised it; names and German nouns kept
     assert with_markers(["Ja"], "Ich möchte ein Taxi.", "Yes, I want a taxi.", "de") == "Ja, ich möchte ein Taxi."
@@ -254,6 +257,52 @@ def test_discourse_markers_are_read_off_a_lines_start():
     assert with_markers(["Non"], "Tom est ici.", "No, Tom is here.", "fr") == "Non, Tom est ici."
     assert with_markers(["Oui"], "Je veux un taxi.", "Yes, I want a taxi.", "fr") == "Oui, je veux un taxi."
     assert with_markers(["はい"], "タクシーが欲しい。", "Yes, I want a taxi.", "ja") == "はい、タクシーが欲しい。"
+
+
+def test_set_phrases_are_read_off_like_markers():
+    assert split_markers("Thanks, see you tomorrow.", "en", "de") == (["Danke", "bis morgen"], "")
+    assert split_markers("Cheers, y’all.", "en", "de") == (["Danke", "Leute"], "")  # either apostrophe
+    assert split_markers("Good morning, everyone. Let's start.", "en", "de") == (["Guten Morgen", "alle zusammen."],
+                                                                                "Let's start.")
+    # a sentence of markers before the rest ends in the translation too
+    assert with_markers(["Oui", "oui."], "Tom est ici.", "Yes, yes. Tom is here.", "fr") == "Oui, oui. Tom est ici."
+    assert with_markers(["はい。"], "トムはここにいます。", "Yes. Tom is here.", "ja") == "はい。トムはここにいます。"
+    assert markers_alone(["Danke", "alle zusammen."], "Thanks, everyone. Hmm.", "de") == "Danke, alle zusammen."
+    assert split_markers("Sorry, I missed that.", "en", "de") == (["Entschuldigung"], "I missed that.")
+    assert split_markers("Okay, got it.", "en", "de", phrases=False) == (["Okay"], "Got it.")  # markers alone
+    said = split_markers("I got it. Thank you.", "en", "de")[0]  # two sentences stay two
+    assert said == ["Ich habe es verstanden.", "Danke"]
+    assert markers_alone(said, "I got it. Thank you.", "de") == "Ich habe es verstanden. Danke."
+    assert split_markers("Mm hmm.", "en", "fr") == (["Oui"], "")
+    assert split_markers("Thank you", "en", "de")[0] == ["Danke"]  # the line's end ends it too
+    for whole in ("Thank you for coming.", "Everyone.", "Sir, your table is ready.", "Great news, everyone.",
+                  "Good work."):
+        assert split_markers(whole, "en", "de") == ([], whole)  # a phrase inside a sentence; an address alone
+    assert split_tail("That's all, thank you.", "en", "de") == ("That's all.", ["danke"])
+    assert split_tail("Your table is ready, thank you, sir!", "en", "fr") == ("Your table is ready!",
+                                                                            ["merci", "monsieur"])
+    assert split_tail("It leaves at 9, right?", "en", "es") == ("It leaves at 9.", ["¿verdad"])  # the tag asks
+    for whole in ("Turn right.", "It is on the right.", "Thanks.", "I said thank you."):
+        assert split_tail(whole, "en", "de") == (whole, [])
+    assert split_tail("It leaves at 9, right?", "en", "ja") == ("It leaves at 9, right?", [])  # no tag in Japanese
+    assert with_tail("Es fährt um 9.", ["oder"], "It leaves at 9, right.", "de") == "Es fährt um 9, oder?"
+    assert with_tail("Sale a las 9.", ["¿verdad"], "It leaves at 9, right?", "es") == "Sale a las 9, ¿verdad?"
+    assert with_tail("これで全部です。", ["ありがとうございます"], "That's all, thank you.", "ja") == \
+        "これで全部です、ありがとうございます。"
+    assert markers_alone(["お元気ですか"], "How are you?", "ja") == "お元気ですか？"
+    assert markers_alone(["Cómo estás"], "How are you?", "es") == "¿Cómo estás?"
+
+
+def test_a_line_of_set_phrases_is_said_from_the_phrasebook(translator_de):
+    before = _translate(translator_de, "See you later.", copy_retries=0, markers=False)
+    assert is_copy("See you later.", before), before  # the first decode gives it back in English
+    said = {line: _translate(translator_de, line) for line in PHRASES_SAID}
+    assert said == PHRASES_SAID, said  # before: "Jetzt.", "Was ist das?", „See you later“, sagte der Minister.
+    for line in ("I'll take it, thanks.", "No, that will be all, thanks."):  # the model said "dank"
+        assert _translate(translator_de, line, markers=False).endswith(", dank."), line
+        assert _translate(translator_de, line).endswith(", danke."), line
+    after = _translate(translator_de, "Thanks, and the train leaves at 9 p.m.?")
+    assert after.startswith("Danke, ") and ("21" in after or "9" in after), after
 
 
 def test_a_line_opening_with_okay_is_translated_not_copied(translator_de):

@@ -28,7 +28,7 @@ from .decoding import Decoder
 from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase, word_key
-from .markers import markers_alone, split_markers, with_markers
+from .markers import markers_alone, split_markers, split_tail, with_markers, with_tail
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
 from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop
@@ -73,6 +73,10 @@ class TranslatorOptions:
     # discourse markers a line opens with ("Okay, …", "Yes, …") said from a word list and the rest translated
     # as a sentence of its own (core.translate.markers): after "Okay," the small model goes on in English
     markers: bool = True
+    # set phrases of conversation ("See you later.", "Got it.", "…, thank you.") said from the phrasebook
+    # (core.translate.phrasebook) at a line's start or end, with the markers: alone the model gives them back
+    # in English or says something else
+    phrases: bool = True
 
 
 @dataclass
@@ -251,10 +255,21 @@ class LlamaTranslator:
             draft_source = without_hesitations(draft_source, self.options.source_lang) or draft_source
         if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
-        said, rest = split_markers(spoken, self.options.source_lang, self.options.target_lang)
+        said, rest = split_markers(spoken, self.options.source_lang, self.options.target_lang,
+                                   self.options.phrases)
         # "Okay, …": the markers said from a word list, the rest translated as a sentence of its own
         if said and self.options.markers:
             return self._after_markers(source, spoken, said, rest, draft, final, draft_source)
+        head, tail = split_tail(spoken, self.options.source_lang, self.options.target_lang)
+        # "…, thank you.": the rest translated, then the tail said from the word list
+        if tail and self.options.markers and self.options.phrases:
+            drafted_head = split_tail(draft_source, self.options.source_lang, self.options.target_lang)[0] \
+                if draft_source else None
+            result = self.translate(head, draft, final, drafted_head)
+            target = self.options.target_lang
+            unsteered = None if result.unsteered is None else with_tail(result.unsteered, tail, spoken, target)
+            return dataclasses.replace(result, source=source, text=with_tail(result.text, tail, spoken, target),
+                                       unsteered=unsteered)
         source = spoken
         if self.style == "few-shot" and self.options.clause_pieces:
             # sentence ends cut only finished text with no draft (a file's line, a line never shown
@@ -272,7 +287,8 @@ class LlamaTranslator:
         target = self.options.target_lang
         if not rest:  # "Okay.", "Yes, yes."
             return TranslationResult(source, markers_alone(said, spoken, target), [], 0, 0, 0.0)
-        drafted_rest = split_markers(draft_source, self.options.source_lang, target)[1] if draft_source else None
+        drafted_rest = split_markers(draft_source, self.options.source_lang, target,
+                                     self.options.phrases)[1] if draft_source else None
         result = self.translate(rest, draft, final, drafted_rest or None)
         unsteered = None if result.unsteered is None else with_markers(said, result.unsteered, spoken, target)
         return dataclasses.replace(result, source=source, text=with_markers(said, result.text, spoken, target),
