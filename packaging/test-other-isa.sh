@@ -20,6 +20,7 @@ ISA_TESTS=(
   tests/test_dtype.py                 # bfloat16 tree pass against plain passes (oneDNN's bf16 kernels)
   tests/test_streaming_asr.py         # tiny.en int8 on synthesized speech (CTranslate2's int8 kernels)
   tests/test_translation_quality.py   # frozen translations of real recordings (llama.cpp's kernels)
+  tests/test_copies.py                # what the model alone makes of short lines, and what is shown (llama.cpp's kernels)
   tests/test_ssbd.py                  # beta 0 equals greedy on this build's kernels
   tests/test_verified.py              # which words base hears in each line (CTranslate2's int8 kernels)
   tests/test_cross_check.py           # which model's decode of a line both models find likelier (int8 kernels)
