@@ -30,6 +30,9 @@ cheers | danke | merci | gracias | grazie | obrigado | bedankt | спасибо 
 no thanks | nein danke | non merci | no, gracias | no, grazie | não, obrigado | nee, bedankt | нет, спасибо | いいえ、結構です | 不用了，谢谢 | 아니요, 괜찮아요
 no thank you | nein danke | non merci | no, gracias | no, grazie | não, obrigado | nee, dank je | нет, спасибо | いいえ、結構です | 不用了，谢谢 | 아니요, 괜찮습니다
 you're welcome | gern geschehen | de rien | de nada | prego | de nada | graag gedaan | пожалуйста | どういたしまして | 不客气 | 천만에요
+you're very welcome | gern geschehen | je vous en prie | de nada | prego | de nada | graag gedaan | не за что | どういたしまして | 不客气 | 천만에요
+you are very welcome | sehr gern geschehen | je vous en prie | de nada | prego | de nada | graag gedaan | не за что | どういたしまして | 不客气 | 천만에요
+you too | gleichfalls | vous aussi | igualmente | anche a te | você também | jij ook | и вам того же | あなたも | 你也是 | 당신도요
 you are welcome | gern geschehen | de rien | de nada | prego | de nada | graag gedaan | пожалуйста | どういたしまして | 不客气 | 천만에요
 no problem | kein Problem | pas de problème | no hay problema | nessun problema | sem problema | geen probleem | без проблем | 問題ありません | 没问题 | 문제없어요
 no worries | keine Sorge | pas de souci | no te preocupes | nessun problema | sem problema | geen zorgen | не беспокойтесь | 大丈夫です | 没关系 | 걱정 마세요
@@ -40,6 +43,7 @@ excuse me | Entschuldigung | excusez-moi | disculpe | mi scusi | com licença | 
 bye | tschüss | salut | adiós | ciao | tchau | doei | пока | じゃあね | 再见 | 안녕
 bye bye | tschüss | au revoir | adiós | ciao ciao | tchau | dag | пока-пока | バイバイ | 拜拜 | 안녕
 goodbye | auf Wiedersehen | au revoir | adiós | arrivederci | adeus | tot ziens | до свидания | さようなら | 再见 | 안녕히 계세요
+byebye | tschüss | au revoir | adiós | ciao ciao | tchau | dag | пока-пока | バイバイ | 拜拜 | 안녕
 good bye | auf Wiedersehen | au revoir | adiós | arrivederci | adeus | tot ziens | до свидания | さようなら | 再见 | 안녕히 계세요
 see you | bis dann | à plus | hasta luego | ci vediamo | até logo | tot ziens | увидимся | またね | 回头见 | 또 봐요
 see you later | bis später | à plus tard | hasta luego | a dopo | até mais tarde | tot later | до встречи | また後で | 回头见 | 나중에 봐요
@@ -51,10 +55,13 @@ have a nice day | schönen Tag noch | bonne journée | que tengas un buen día |
 have a good day | schönen Tag noch | bonne journée | que tengas un buen día | buona giornata | tenha um bom dia | fijne dag nog | хорошего дня | 良い一日を | 祝你今天愉快 | 좋은 하루 보내세요
 have a good weekend | schönes Wochenende | bon week-end | buen fin de semana | buon fine settimana | bom fim de semana | fijn weekend | хороших выходных | 良い週末を | 周末愉快 | 주말 잘 보내세요
 have a nice weekend | schönes Wochenende | bon week-end | buen fin de semana | buon fine settimana | bom fim de semana | fijn weekend | хороших выходных | 良い週末を | 周末愉快 | 주말 잘 보내세요
+have a great day | schönen Tag noch | bonne journée | que tengas un buen día | buona giornata | tenha um ótimo dia | fijne dag nog | хорошего дня | 良い一日を | 祝你今天愉快 | 좋은 하루 보내세요
+drive safe | fahren Sie vorsichtig | soyez prudent sur la route | maneja con cuidado | guida con prudenza | dirija com cuidado | rij voorzichtig | осторожнее на дороге | 運転に気をつけて | 路上小心 | 운전 조심하세요
 good night | gute Nacht | bonne nuit | buenas noches | buona notte | boa noite | goedenacht | спокойной ночи | おやすみなさい | 晚安 | 안녕히 주무세요
 good morning | guten Morgen | bonjour | buenos días | buongiorno | bom dia | goedemorgen | доброе утро | おはようございます | 早上好 | 좋은 아침이에요
 good afternoon | guten Tag | bonjour | buenas tardes | buon pomeriggio | boa tarde | goedemiddag | добрый день | こんにちは | 下午好 | 안녕하세요
 good evening | guten Abend | bonsoir | buenas noches | buonasera | boa noite | goedenavond | добрый вечер | こんばんは | 晚上好 | 안녕하세요
+hi there | hallo | bonjour | hola | ciao | olá | hallo | привет | こんにちは | 你好 | 안녕하세요
 hey | hallo | salut | hola | ciao | olá | hoi | привет | やあ | 嘿 | 안녕
 nice to meet you | freut mich | enchanté | mucho gusto | piacere | prazer | aangenaam | приятно познакомиться | はじめまして | 很高兴认识你 | 만나서 반가워요
 how are you | wie geht's | comment ça va | cómo estás | come stai | como vai | hoe gaat het | как дела | お元気ですか | 你好吗 | 잘 지내세요
@@ -81,6 +88,20 @@ that's fine | das ist in Ordnung | ça va | está bien | va bene | está bem | d
 that's right | das stimmt | c'est exact | así es | esatto | isso mesmo | dat klopt | верно | その通りです | 对 | 맞아요
 that's correct | das ist richtig | c'est exact | es correcto | è corretto | está correto | dat is juist | верно | その通りです | 没错 | 맞습니다
 that's great | das ist super | c'est super | genial | ottimo | que ótimo | geweldig | отлично | いいですね | 太好了 | 좋네요
+correct | richtig | exact | correcto | esatto | correto | juist | верно | その通りです | 对 | 맞아요
+that is correct | das ist richtig | c'est exact | es correcto | è corretto | está correto | dat is juist | верно | その通りです | 没错 | 맞습니다
+that is right | das stimmt | c'est exact | así es | esatto | isso mesmo | dat klopt | верно | その通りです | 对 | 맞아요
+is that right | stimmt das | c'est bien ça | es correcto | è giusto | está certo | klopt dat | верно | 合っていますか | 对吗 | 맞나요
+is that correct | ist das richtig | c'est bien ça | es correcto | è corretto | está correto | klopt dat | верно | 合っていますか | 对吗 | 맞나요
+that's it | das war's | c'est tout | eso es todo | è tutto | é isso | dat was het | это всё | 以上です | 就这些 | 그게 다예요
+that's all | das ist alles | c'est tout | eso es todo | è tutto | é tudo | dat is alles | это всё | 以上です | 就这些 | 그게 다예요
+anything else | sonst noch etwas | autre chose | algo más | altro | mais alguma coisa | verder nog iets | что-нибудь ещё | 他に何か | 还有别的吗 | 다른 건요
+you got it | geht klar | c'est noté | entendido | d'accordo | pode deixar | komt in orde | понял | かしこまりました | 好的 | 알겠습니다
+sure thing | klar | bien sûr | claro | certo | claro | zeker | конечно | もちろん | 当然 | 물론이죠
+will do | mache ich | je le ferai | lo haré | lo farò | pode deixar | doe ik | сделаю | そうします | 好的 | 그럴게요
+wonderful | wunderbar | merveilleux | maravilloso | meraviglioso | maravilhoso | geweldig | замечательно | 素晴らしい | 太好了 | 훌륭해요
+awesome | super | génial | genial | fantastico | incrível | geweldig | отлично | すごい | 太棒了 | 멋져요
+yup | ja | oui | sí | sì | sim | ja | ага | うん | 嗯 | 네
 mm-hmm | ja | oui | sí | sì | sim | ja | угу | うん | 嗯 | 네
 mhm | ja | oui | sí | sì | sim | ja | угу | うん | 嗯 | 네
 mmhmm | ja | oui | sí | sì | sim | ja | угу | うん | 嗯 | 네
