@@ -154,22 +154,23 @@ def test_beta_change_in_settings_reaches_the_translator(qtbot, controller):
     assert controller.settings.translation.beta == 1.0
     assert load_settings().translation.beta == 1.0
     assert translator.options.beta == 1.0
-    # and it changes what the real model does: with β = 1 any draft is accepted whole
+    # and it changes what the real model does: with β = 1 any draft is accepted whole (a sentence the model
+    # translates: a set phrase such as "Good morning." is said from the phrasebook)
     draft = translator.runner.tokenize(" Katze Fahrrad Himmel")
-    result = translator.translate("Good morning, everyone.", draft)
+    result = translator.translate("The meeting starts at nine.", draft)
     assert result.accepted_tokens == len(draft) and result.draft_tokens == len(draft)
     qtbot.keyClick(panel.beta, Qt.Key.Key_Home)  # β = 0: plain greedy decoding
     assert translator.options.beta == 0.0 and load_settings().translation.beta == 0.0
-    result = translator.translate("Good morning, everyone.", draft)
+    result = translator.translate("The meeting starts at nine.", draft)
     assert result.accepted_tokens < len(draft)
     # where β applies reaches it too: with "final-exact" (the default) a finished sentence ignores β = 1
     qtbot.keyClick(panel.beta, Qt.Key.Key_End)
     assert translator.options.bias_final is False, "the default scope: finished sentences are exact"
-    final = translator.translate("Good morning, everyone.", draft, final=True)
-    assert final.accepted_tokens < len(draft) and final.text == translator.translate("Good morning, everyone.").text
+    final = translator.translate("The meeting starts at nine.", draft, final=True)
+    assert final.accepted_tokens < len(draft) and final.text == translator.translate("The meeting starts at nine.").text
     panel.bias_scope.setCurrentIndex(panel.bias_scope.findData("paper"))
     assert translator.options.bias_final is True and load_settings().translation.bias_scope == "paper"
-    assert translator.translate("Good morning, everyone.", draft, final=True).accepted_tokens == len(draft)
+    assert translator.translate("The meeting starts at nine.", draft, final=True).accepted_tokens == len(draft)
     # the engine choice reaches it too: plain re-translation means no bias at all
     panel.engine.setCurrentIndex(panel.engine.findData("ar"))
     assert translator.options.beta is None
