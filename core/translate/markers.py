@@ -57,8 +57,9 @@ _WIDE = {"?": "？", "!": "！"}
 _ENDS = frozenset(".!?。？！")
 
 # "…, right?": a question tag, said as the language asks for agreement (the line becomes a question)
-TAGS: dict[str, dict[str, str]] = {"right": {"de": "oder", "fr": "n'est-ce pas", "es": "¿verdad", "it": "vero",
-                                             "pt": "certo", "nl": "toch", "ru": "верно", "zh": "对吧", "ko": "맞죠"}}
+TAGS: dict[str, dict[str, str]] = {
+    "right": {"de": "oder", "fr": "n'est-ce pas", "es": "¿verdad", "it": "vero", "pt": "certo", "nl": "toch",
+              "ru": "не так ли", "zh": "对吧", "ko": "맞죠"}}
 _TAIL_MARKERS = ("okay", "ok", "yeah", "yes")  # markers a line may end with ("…, okay?")
 
 
@@ -207,20 +208,21 @@ def split_tail(source: str, source_lang: str, target_lang: str) -> tuple[str, li
     if not said or not any(ch.isalnum() for ch in head):
         return source, []
     end = source.rstrip()[-1:]
-    if _tagged(said):  # "It leaves at 9, right?": the tag asks, not what comes before it
+    if _tagged(said, target_lang):  # "It leaves at 9, right?": the tag asks, not what comes before it
         end = "."
     return head + (end if end in ".!?" else ""), said
 
 
-def _tagged(said: list[str]) -> bool:
-    return any(w in tag.values() for w in said for tag in TAGS.values())
+def _tagged(said: list[str], target_lang: str) -> bool:
+    """Whether ``said`` holds a question tag of ``target_lang``."""
+    return any(tag.get(target_lang) in said for tag in TAGS.values())
 
 
 def with_tail(text: str, said: list[str], source: str, target_lang: str) -> str:
     """The translation ``text`` of what ``source`` says before its tail, then the tail ``said`` with
     the line's own end mark (a question mark after a question tag)."""
     end = source.rstrip()[-1:]
-    if _tagged(said):
+    if _tagged(said, target_lang):
         end = "?"
     mark = "" if end not in ".!?" else (_STOP.get(target_lang, ".") if end == "." else _wide(end, target_lang))
     body = text.rstrip().rstrip(".!?。？！…").rstrip()
