@@ -106,15 +106,10 @@ def split_markers(source: str, source_lang: str, target_lang: str, phrases: bool
         return [], source
     said, stops, at = [], [], 0
     while (m := (_PIECE if phrases else _MARKER).match(source, at)) is not None:
-        key = _key(m.group(1))
-        if key in words:
-            said.append(_inside(words[key], target_lang))
-        elif key in _PHRASES:
-            said.append(_PHRASES[key][target_lang])
-        elif said:  # an address follows what it is said to
-            said.append(_ADDRESSES[key][target_lang])
-        else:
+        word = _say(_key(m.group(1)), target_lang, words, address=bool(said))  # an address follows what it is said to
+        if word is None:
             break
+        said.append(word)
         at = m.end()
         stops.append(next((ch for ch in m.group(2) or "" if ch in ".!?"), ""))
     rest = source[at:].strip()
@@ -129,6 +124,17 @@ def split_markers(source: str, source_lang: str, target_lang: str, phrases: bool
             if i + 1 < len(said):
                 said[i + 1] = said[i + 1][:1].upper() + said[i + 1][1:]
     return said, rest[:1].upper() + rest[1:]
+
+
+def _say(key: str, target_lang: str, words: dict[str, str], address: bool) -> str | None:
+    """A marker, set phrase or (where ``address``) address as said inside a sentence; None for another key."""
+    if key in words:
+        return _inside(words[key], target_lang)
+    if key in _PHRASES:
+        return _PHRASES[key][target_lang]
+    if address and key in _ADDRESSES:
+        return _ADDRESSES[key][target_lang]
+    return None
 
 
 def _inside(word: str, target_lang: str) -> str:
@@ -194,16 +200,10 @@ def split_tail(source: str, source_lang: str, target_lang: str) -> tuple[str, li
     said, head = [], source
     while (m := _TAIL.search(head)) is not None and m.start() > 0:
         key = _key(m.group(1))
-        if key in _TAIL_MARKERS:
-            said.insert(0, _inside(words[key], target_lang))
-        elif key in _PHRASES:
-            said.insert(0, _PHRASES[key][target_lang])
-        elif key in _ADDRESSES:
-            said.insert(0, _ADDRESSES[key][target_lang])
-        elif key in TAGS and target_lang in TAGS[key]:
-            said.insert(0, TAGS[key][target_lang])
-        else:
+        word = TAGS[key].get(target_lang) if key in TAGS else _say(key, target_lang, words, address=True)
+        if word is None:
             break
+        said.insert(0, word)
         head = head[:m.start()].rstrip()
     if not said or not any(ch.isalnum() for ch in head):
         return source, []

@@ -260,16 +260,10 @@ class LlamaTranslator:
         # "Okay, …": the markers said from a word list, the rest translated as a sentence of its own
         if said and self.options.markers:
             return self._after_markers(source, spoken, said, rest, draft, final, draft_source)
-        head, tail = split_tail(spoken, self.options.source_lang, self.options.target_lang)
-        # "…, thank you.": the rest translated, then the tail said from the word list
-        if tail and self.options.markers and self.options.phrases:
-            drafted_head = split_tail(draft_source, self.options.source_lang, self.options.target_lang)[0] \
-                if draft_source else None
-            result = self.translate(head, draft, final, drafted_head)
-            target = self.options.target_lang
-            unsteered = None if result.unsteered is None else with_tail(result.unsteered, tail, spoken, target)
-            return dataclasses.replace(result, source=source, text=with_tail(result.text, tail, spoken, target),
-                                       unsteered=unsteered)
+        if self.options.markers and self.options.phrases:
+            head, tail = split_tail(spoken, self.options.source_lang, self.options.target_lang)
+            if tail:  # "…, thank you.": the rest translated, then the tail said from the word list
+                return self._before_tail(source, spoken, head, tail, draft, final, draft_source)
         source = spoken
         if self.style == "few-shot" and self.options.clause_pieces:
             # sentence ends cut only finished text with no draft (a file's line, a line never shown
@@ -292,6 +286,17 @@ class LlamaTranslator:
         result = self.translate(rest, draft, final, drafted_rest or None)
         unsteered = None if result.unsteered is None else with_markers(said, result.unsteered, spoken, target)
         return dataclasses.replace(result, source=source, text=with_markers(said, result.text, spoken, target),
+                                   unsteered=unsteered)
+
+    def _before_tail(self, source: str, spoken: str, head: str, tail: list[str], draft: list[int] | None,
+                     final: bool, draft_source: str | None) -> TranslationResult:
+        """``source`` ending with set phrases after a comma (:func:`~core.translate.markers.split_tail`): the
+        text before them translated, then the phrases; as with markers, a draft made here is the head's."""
+        target = self.options.target_lang
+        drafted_head = split_tail(draft_source, self.options.source_lang, target)[0] if draft_source else None
+        result = self.translate(head, draft, final, drafted_head)
+        unsteered = None if result.unsteered is None else with_tail(result.unsteered, tail, spoken, target)
+        return dataclasses.replace(result, source=source, text=with_tail(result.text, tail, spoken, target),
                                    unsteered=unsteered)
 
     def _translate_one(self, source: str, draft: list[int] | None, final: bool,
