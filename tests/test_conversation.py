@@ -22,11 +22,13 @@ DATA = ROOT.parent / "shared" / "data" / "gathered" / "conversation"
 # decode, MUL1423's from the drafter's: its window said again at one instant became a line of its own)
 CALLS = [("SNG1640", (35.0, 80.0)), ("MUL1423", (92.0, 120.0))]
 REPEAT_N = 4  # a run of this many words said once and committed twice
-# words both models hear offline that the committed text may lack: base, decoding a line with 2 s of context, hears a
-# few otherwise than in 30 s windows ("let me" as "we", "get" as "give"; 1 to 4 in these timings on AVX2 and AVX-512
-# kernels); a line dropped or kept unverified loses more (SNG1640 at 0.5 s on AVX-512 before lines were merged or
-# carried: 5)
-MISSING_MAX = 4
+# words both models hear offline that the committed text may lack. Heard otherwise in place: base, decoding a line
+# with 2 s of context, hears a few words otherwise than in 30 s windows ("let me" as "we", "get" as "give", "that is
+# it" as "seat"; 1 to 5 in these timings, with AVX2, AVX-512 and Zen 5 kernels, the alignment taking a word or two
+# of them for deleted). A line dropped, or a stretch lost to a stall (17 words of SNG0072), loses words outright,
+# with nothing in their place
+MISSING_MAX = 6
+LOST_MAX = 3  # ... of them deleted, nothing heard in their place
 # tiny.en alone hears a few words otherwise than offline without losing a stretch ("entrance fee" as
 # "intrancy", "okay okay" as one); a stretch lost to a stall is ten words or more
 MISSING_MAX_ALONE = 5
@@ -59,7 +61,8 @@ def verified_engine(store):
 @pytest.mark.parametrize("call, excerpt", CALLS)
 def test_a_real_call_is_committed_once_and_keeps_what_offline_decoding_hears(verified_engine, call, excerpt):
     """Each chunk timing: no stretch committed twice, and at most ``MISSING_MAX`` of the words that both
-    bundled models hear right offline (greedy, the same audio) missing from the committed text."""
+    bundled models hear right offline (greedy, the same audio) missing from the committed text, at most
+    ``LOST_MAX`` of them with nothing heard in their place."""
     path = DATA / f"spokenwoz_{call}.flac"
     if not path.exists():
         pytest.skip(f"needs the gathered conversation {path} (data from public repositories is kept in the "
@@ -97,4 +100,6 @@ def test_a_real_call_is_committed_once_and_keeps_what_offline_decoding_hears(ver
         assert not _twice(words, reference), (label, _twice(words, reference))
         live = align(reference, words)
         missing = [reference[j] for j in sorted(heard) if live.ops[j] != "C"]
+        lost = [reference[j] for j in sorted(heard) if live.ops[j] == "D"]
         assert len(missing) <= (MISSING_MAX if verify else MISSING_MAX_ALONE), (label, missing)
+        assert len(lost) <= LOST_MAX, (label, lost)
