@@ -346,6 +346,25 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
     assert select_line(words, verified, 3.5, "subeck", 5.1, VerifyOptions()) == (12, 17)
 
 
+def test_a_word_starting_inside_the_verified_last_words_stretch_is_new():
+    """Whisper stretches a line's last word over the pause after it, and the next decode can start the
+    next word inside that stretch. SNG0072 (fast mode): "Thank you." was verified with "you." from 94.62 to
+    95.62 s; the next decode heard "you." from 94.64 s and "You will welcome." from 95.42 s, so by its
+    middle (95.61 s) "You" lay before the verified end and was lost. The decode heard the verified last
+    word where it was: what follows it is new."""
+    from core.asr.verified import VerifyOptions, select_line
+
+    said = [(" Just", 93.08, 93.36), (" for", 93.36, 93.6), (" the", 93.6, 93.76), (" information.", 93.76, 94.26),
+            (" Thank", 94.48, 94.62), (" you.", 94.62, 95.62)]
+    heard = [(" I", 92.8, 93.12), (" just", 93.12, 93.36), (" for", 93.36, 93.6), (" the", 93.6, 93.76),
+             (" information.", 93.76, 94.28), (" Thank", 94.48, 94.64), (" you.", 94.64, 95.42),
+             (" You", 95.42, 95.8), (" will", 95.8, 96.32), (" welcome.", 96.32, 97.08), (" Thanks", 97.38, 97.62),
+             (" for", 97.62, 97.78), (" calling.", 97.78, 98.12)]
+    verified = [Word(a, b, t) for t, a, b in said]
+    words = [Word(a, b, t) for t, a, b in heard]
+    assert select_line(words, verified, 95.62, "come", 97.24, VerifyOptions()) == (7, 10)
+
+
 def test_a_phrase_said_again_squashed_into_the_windows_end_is_not_committed():
     """Whisper fills the end of a real-time window by saying the last phrase again in a fraction of
     its time; the drafter heard it once. Seen in real-time rounds of a held-out call (SNG0072):

@@ -71,6 +71,7 @@ from .streaming import StreamingOptions, StreamingTranscriber, collapse_start, d
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
+SAME_WORD_S = 0.15  # a verified word heard again by the next decode starts this near where it was heard
 
 
 @dataclass
@@ -130,14 +131,17 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     """Which of a verifier decode's ``words`` (stream seconds) make the line: ``(first, last)`` indices.
 
     The line starts after what is already verified: words whose middle lies after ``after`` (the
-    end of the last verified word, or the last cut), less a repeat of the verified tail's last
-    words. It ends at the word matching the drafter's last word ``drafted_last`` within
+    end of the last verified word, or the last cut), or right after the verified last two words where
+    the decode heard them at their time (:func:`_after_same_last`), less a repeat of the verified tail's
+    last words. It ends at the word matching the drafter's last word ``drafted_last`` within
     ``anchor_s`` of ``line_end``; without one, at the last word whose middle lies before the line's
     end. Leading bare punctuation and trailing improbable words after the line's end are left out."""
     first = 0
     while first < len(words) and ((words[first].start + words[first].end) / 2 <= after
                                   or not words[first].text.strip()):
         first += 1
+    if verified:
+        first = _after_same_last(words, first, verified)
     if first < len(words) and verified:
         keys = [word_key(w.text) for w in words]
         tail = [word_key(w.text) for w in verified[-12:]]
@@ -166,6 +170,24 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     while first < last and not _SPOKEN.search(words[first].text):
         first += 1
     return first, last
+
+
+def _after_same_last(words: list[Word], first: int, verified: list[Word]) -> int:
+    """Where the decode's new words begin when it heard the verified text's last two words where they
+    were heard (the same words, the last starting within ``SAME_WORD_S`` of it) before ``first``: right
+    after them. Whisper stretches a line's last word over the pause after it, and the next decode can
+    place the next word's start inside that stretch; by its middle alone it is taken for verified
+    ("Thank you." ended at 95.62 s, the next decode heard "You will welcome." from 95.42 s, and "You"
+    was lost). Two words, since a word as common as "to" is heard again nearby in other words."""
+    tail = [word_key(w.text) for w in verified[-2:]]
+    last = verified[-1]
+    for i in range(first - 1, len(tail) - 2, -1):
+        if words[i].end < last.start - SAME_WORD_S:
+            break
+        if abs(words[i].start - last.start) <= SAME_WORD_S and \
+                [word_key(w.text) for w in words[i + 1 - len(tail):i + 1]] == tail:
+            return i + 1 if all(_SPOKEN.search(w.text) for w in words[i + 1:first]) else first
+    return first
 
 
 def _after_tail(keys: list[str], first: int, tail: list[str]) -> int:
