@@ -347,8 +347,9 @@ def test_line_selection_strips_verified_words_and_ends_at_the_drafters_last_word
 
 
 def test_a_word_starting_inside_the_verified_last_words_stretch_is_new():
-    """Whisper stretches a line's last word over the pause after it, and the next decode can start the
-    next word inside that stretch. SNG0072 (fast mode): "Thank you." was verified with "you." from 94.62 to
+    """The next decode says the verified lines its window opens with first, at times of its own. Whisper
+    stretches a line's last word over the pause after it, and the next decode can start the next word
+    inside that stretch. SNG0072 (fast mode): "Thank you." was verified with "you." from 94.62 to
     95.62 s; the next decode heard "you." from 94.64 s and "You will welcome." from 95.42 s, so by its
     middle (95.61 s) "You" lay before the verified end and was lost. The decode heard the verified last
     word where it was: what follows it is new."""
@@ -363,6 +364,19 @@ def test_a_word_starting_inside_the_verified_last_words_stretch_is_new():
     verified = [Word(a, b, t) for t, a, b in said]
     words = [Word(a, b, t) for t, a, b in heard]
     assert select_line(words, verified, 95.62, "come", 97.24, VerifyOptions()) == (7, 10)
+    # a one-word line the next decode opens with, stamped at the window's start (SNG1640, tune: "Can" verified
+    # from 42.26 s; the next decode heard "Can" at 40.76 s and "I" from 42.26 s): what follows it is new
+    verified = [Word(a, b, t) for t, a, b in [(" Okay,", 39.52, 40.18), (" that's", 40.18, 40.36),
+                                              (" perfect.", 40.36, 40.9), (" Can", 42.26, 43.02)]]
+    heard = [(" Can", 40.76, 42.26), (" I", 42.26, 43.16), (" please", 43.16, 43.5), (" get", 43.5, 43.78),
+             (" the", 43.78, 44.44), (" entrance", 44.44, 44.98), (" fee?", 44.98, 45.4)]
+    words = [Word(a, b, t) for t, a, b in heard]
+    assert select_line(words, verified, 42.98, "fee", 45.98, VerifyOptions()) == (1, 7)
+    # a phrase said twice in the decode, the verified one and again after it: the repeat is not new
+    verified = [Word(0.3 * i, 0.3 * i + 0.3, t) for i, t in enumerate([" See", " you", " soon."])]
+    words = verified + [Word(0.9 + 0.1 * i, 1.0 + 0.1 * i, t) for i, t in enumerate([" See", " you", " soon."])] + \
+        [Word(2.0, 2.3, " Bye.")]
+    assert select_line(words, verified, 1.2, "bye", 2.3, VerifyOptions())[0] == 6
 
 
 def test_a_phrase_said_again_squashed_into_the_windows_end_is_not_committed():

@@ -71,7 +71,7 @@ from .streaming import StreamingOptions, StreamingTranscriber, collapse_start, d
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
-SAME_WORD_S = 0.15  # a verified word heard again by the next decode starts this near where it was heard
+SAME_WORD_S = 0.15  # a one-word line the next decode opens with was verified at or after its start, less this
 
 
 @dataclass
@@ -173,21 +173,25 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
 
 
 def _after_same_last(words: list[Word], first: int, verified: list[Word]) -> int:
-    """Where the decode's new words begin when it heard the verified text's last two words where they
-    were heard (the same words, the last starting within ``SAME_WORD_S`` of it) before ``first``: right
-    after them. Whisper stretches a line's last word over the pause after it, and the next decode can
-    place the next word's start inside that stretch; by its middle alone it is taken for verified
-    ("Thank you." ended at 95.62 s, the next decode heard "You will welcome." from 95.42 s, and "You"
-    was lost). Two words, since a word as common as "to" is heard again nearby in other words."""
+    """Where the decode's new words begin when it heard the verified text's end before ``first``: right
+    after the last time it heard the verified last two words before ``first``, or after its first word
+    where that is the verified last word (a one-word line, which the window starts with: Whisper stamps
+    it at the window's start, seconds early). The decode's window opens on the verified lines, so it
+    says them first, and their times need not be the verified ones: Whisper stretches a line's last
+    word over the pause after it, and the next decode can place the next word's start inside that
+    stretch; by its middle alone it is taken for verified ("Thank you." ended at 95.62 s, the next decode
+    heard "You will welcome." from 95.42 s, and "You" was lost; "Can" verified at 42.26 s, the next
+    decode heard "Can" at 40.76 s and "I" at 42.26 s, and "I" was lost)."""
+    keys = [word_key(w.text) for w in words[:first]]
     tail = [word_key(w.text) for w in verified[-2:]]
-    last = verified[-1]
-    for i in range(first - 1, len(tail) - 2, -1):
-        if words[i].end < last.start - SAME_WORD_S:
-            break
-        if abs(words[i].start - last.start) <= SAME_WORD_S and \
-                [word_key(w.text) for w in words[i + 1 - len(tail):i + 1]] == tail:
-            return i + 1 if all(_SPOKEN.search(w.text) for w in words[i + 1:first]) else first
-    return first
+    new = None
+    if len(tail) == 2:
+        new = next((k + 1 for k in range(len(keys) - 1, 0, -1) if keys[k - 1:k + 1] == tail), None)
+    if new is None and keys and keys[0] == tail[-1] and verified[-1].start >= words[0].start - SAME_WORD_S:
+        new = 1
+    if new is None or not all(_SPOKEN.search(w.text) for w in words[new:first]):
+        return first
+    return new
 
 
 def _after_tail(keys: list[str], first: int, tail: list[str]) -> int:
