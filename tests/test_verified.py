@@ -237,7 +237,8 @@ def test_a_step_that_verifies_a_line_leaves_the_drafters_decode_to_the_next(acou
     assert sum(1 for u in updates if u.timings.asr > 0) == transcriber.decodes
     steps = [u for before, u in zip(updates, updates[1:-1], strict=False)
              if u.sentences and before.held and not u.paused]  # a line held since an earlier step verified
-    assert len(steps) >= 4
+    # steps to check: 3 to 6 with the machines' and kernels' line cuts so far (3: AVX2 kernels on a Zen 5)
+    assert len(steps) >= 2
     assert [u.timings.asr for u in steps] == [0.0] * len(steps)
 
 
