@@ -131,9 +131,9 @@ def select_line(words: list[Word], verified: list[Word], after: float, drafted_l
     """Which of a verifier decode's ``words`` (stream seconds) make the line: ``(first, last)`` indices.
 
     The line starts after what is already verified: words whose middle lies after ``after`` (the
-    end of the last verified word, or the last cut), or right after the verified last two words where
-    the decode heard them at their time (:func:`_after_same_last`), less a repeat of the verified tail's
-    last words. It ends at the word matching the drafter's last word ``drafted_last`` within
+    end of the last verified word, or the last cut), or after the last place before that where the
+    decode heard the verified last two words (:func:`_after_same_last`), less a repeat of the verified
+    tail's last words. It ends at the word matching the drafter's last word ``drafted_last`` within
     ``anchor_s`` of ``line_end``; without one, at the last word whose middle lies before the line's
     end. Leading bare punctuation and trailing improbable words after the line's end are left out."""
     first = 0
