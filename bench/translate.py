@@ -779,18 +779,22 @@ def main_finished(args) -> int:
         translator.options.copy_retries = args.copy_retries
     if args.no_phrases:  # as before the set phrases were read off (the markers still are)
         translator.options.phrases = False
+    if args.whole_lines:  # as before lines were cut into sentences
+        translator.options.sentence_by_sentence = False
     try:
         translator.translate("Hello.")  # warm-up (first-call allocations)
         rows = bench_finished(translator, args.heldout, args.sentences or 100, log, args.sets)
         result = {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "model": args.model,
                   "heldout": args.heldout, "copy_retries": translator.options.copy_retries,
-                  "phrases": translator.options.phrases, "finished": rows}
+                  "phrases": translator.options.phrases,
+                  "sentence_by_sentence": translator.options.sentence_by_sentence, "finished": rows}
     finally:
         translator.close()
     command = ("sotto bench translate --finished" + (" --heldout" if args.heldout else "")
                + (f" --sentences {args.sentences}" if args.sentences else "")
                + (f" --copy-retries {args.copy_retries}" if args.copy_retries is not None else "")
                + (f" --sets {args.sets}" if args.sets else "") + (" --no-phrases" if args.no_phrases else "")
+               + (" --whole-lines" if args.whole_lines else "")
                + ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs")
     block = finished_markdown(result, command)
     print(block)
@@ -1155,6 +1159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-phrases", action="store_true",
                         help="with --finished: set phrases not read off (core.translate.translator.TranslatorOptions."
                              "phrases), as before the phrasebook")
+    parser.add_argument("--whole-lines", action="store_true",
+                        help="with --finished: a line of several sentences translated whole, not sentence by "
+                             "sentence (core.translate.translator.TranslatorOptions.sentence_by_sentence)")
     parser.add_argument("--copy-retries", type=int, default=None,
                         help="with --finished: decodes of a copy left in English (core.translate.translator."
                              "TranslatorOptions.copy_retries; 0: none, as before the copy retry)")

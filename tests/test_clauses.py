@@ -7,7 +7,7 @@ import pytest
 from conftest import use_knobs
 
 from bench.translate import Config, prefixes, run_config
-from core.translate.clauses import PieceMemo, clause_pieces
+from core.translate.clauses import PieceMemo, clause_pieces, sentence_parts
 
 LONG = ("On the matter of the AMs' title, the Commission favoured Welsh Parliament Members or WMPs, "
         "but the MWP option received the most support in a public consultation.")
@@ -64,6 +64,8 @@ def test_the_memo_forgets_the_oldest():
 def tr(translator_de):
     yield translator_de
     translator_de.options.clause_pieces = True
+    translator_de.options.sentence_by_sentence = True
+    translator_de.options.as_written = True
     translator_de.forget()
     use_knobs(translator_de)
 
@@ -80,7 +82,11 @@ def test_only_finished_text_without_a_draft_is_cut_at_sentence_ends(tr):
     tr.translate(line, partial.tokens, final=True, draft_source=line[:-12])  # committed with its draft: none
     assert tr._pieces.get(key) is None
     tr.forget()
-    tr.translate(line, final=True)  # finished, no draft (a file's line): the first sentence is a piece
+    whole = tr.translate(line, final=True)  # finished, no draft (a file's line): sentence by sentence
+    assert whole.text == " ".join(tr.translate(part, final=True).text for part in sentence_parts(line))
+    tr.options.sentence_by_sentence = False
+    tr.forget()
+    tr.translate(line, final=True)  # otherwise the first sentence is a piece of its own
     assert tr._pieces.get(key) is not None
 
 
@@ -89,8 +95,11 @@ def test_pieces_are_translated_one_by_one_and_joined(tr):
     tr.forget()
     whole = tr.translate(LONG)
     pieces = clause_pieces(LONG)
-    # each piece alone (one piece: as it is); the finished ones as finished text (a copy is decoded again)
+    # each piece alone (one piece: as it is); the finished ones as finished text (a copy is decoded again);
+    # a piece inside the sentence is not a sentence of its own, so its first letter stays as it is
+    tr.options.as_written = False
     parts = [tr.translate(p, final=i < len(pieces) - 1) for i, p in enumerate(pieces)]
+    tr.options.as_written = True
     assert whole.text == " ".join(p.text for p in parts)
     assert whole.tokens == [t for p in parts for t in p.tokens]
     tr.options.clause_pieces = False

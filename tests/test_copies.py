@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from core.translate.clauses import halves
+from core.translate.casing import as_written
+from core.translate.clauses import halves, sentence_parts
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
 from core.translate.markers import markers_alone, split_markers, split_tail, with_markers, with_tail
@@ -46,6 +47,19 @@ def test_where_a_copy_begins():
     # a name kept at the start is no copy: the copied run begins after it
     assert copy_start([" Tom", " sagte", ":", " hold", " on"], "Tom said: hold on.") == 3
     assert copy_start([" Tom", " ist", " hier", "."], "Tom is here.") is None
+    # a number is kept where it is: the copied run begins at the word after it (banned, "2" became "3")
+    assert copy_start([" 2", " tickets", " to", " see", " it"], "2 tickets to see it.") == 1
+    assert copy_start([" 2", "%", " milk", " for", " you"], "2% milk for you.") == 2
+
+
+def test_numbers_do_not_make_a_copy():
+    # BConTrasT chat (tune): German around the source's digits, and English around them
+    assert not is_copy("sure, it is 9 1 6 4 9 8 9 8 9 1.", "Klar, es ist 9 1 6 4 9 8 9 8 9 1.")
+    assert not is_copy("Ok their Phone number is (916) 441-7200.", "Telefonnummer (916) 441-7200.",
+                       names_aside=False)
+    assert is_copy("2% milk for your grande americano.", "2% milk for your grande americano.")
+    assert is_copy("3 large pizzas, 2 veggie lovers, 1 chicken alfredo.",
+                   "3 large pizzas, 2 veggie lovers, 1 chicken alfredo.", names_aside=False)
 
 
 def test_halves_cut_where_a_reader_pauses():
@@ -317,3 +331,43 @@ def test_a_line_opening_with_okay_is_translated_not_copied(translator_de):
     partial = translator_de.translate("Okay, and I have two", None, final=False)
     done = translator_de.translate(OKAY[0], partial.tokens, final=True, draft_source="Okay, and I have two")
     assert done.text == _translate(translator_de, OKAY[0]) and done.text.count("Okay") == 1, (partial.text, done.text)
+
+
+def test_lower_case_typing_is_read_as_a_transcript_writes_it():
+    assert as_written("anything else i can help with today?") == "Anything else I can help with today?"
+    assert as_written("ok. let me look into that for you.") == "Ok. Let me look into that for you."
+    assert as_written("sure. i'm fine, i think.") == "Sure. I'm fine, I think."
+    assert as_written("iPhone is here. 3 pizzas.") == "iPhone is here. 3 pizzas."  # a name's own case stays
+    assert as_written("j o h n s m i t h.") == "J o h n s m i t h."  # a name spelled out: no pronoun in it
+    assert as_written("anything else i can help with?", "de") == "anything else i can help with?"
+
+
+def test_casual_yes_and_no_are_markers():
+    assert split_markers("Nope. That's all I need.", "en", "de") == (["Nein."], "That's all I need.")
+    assert split_markers("Yup, I know.", "en", "fr") == (["Oui"], "I know.")
+
+
+# BConTrasT chat (tune split, CC-BY-SA 4.0), typed in lower case: "was hast du denn?" before
+LOWER_CASE = "would you like anything else?"
+# a line of three sentences (the same set): translated whole, "30 Minuten? Super!"
+SENTENCES = "30 minutes? Okay, wonderful. Appreciate it."
+# copied whole before: the first copy retry banned the "2" (the model wrote "3"), the others did not reach German
+NUMBERS = "2 tickets to see Aquaman at 7:10pm at Regal Cinemas Meridian 16 will come out to $24."
+
+
+def test_lower_case_typing_is_translated_as_the_same_line_written(translator_de):
+    assert _translate(translator_de, LOWER_CASE) == _translate(translator_de, as_written(LOWER_CASE))
+
+
+def test_a_line_of_sentences_is_translated_sentence_by_sentence(translator_de):
+    parts = sentence_parts(SENTENCES)
+    assert parts == ["30 minutes?", "Okay, wonderful.", "Appreciate it."]
+    after = _translate(translator_de, SENTENCES)
+    assert after == " ".join(_translate(translator_de, part) for part in parts), after
+    assert after.startswith("30 ") and after.count("?") == 1 and not looks_english(after, SENTENCES), after
+
+
+def test_a_line_dense_with_numbers_comes_back_translated_with_them(translator_de):
+    after = _translate(translator_de, NUMBERS)
+    assert not is_copy(NUMBERS, after, names_aside=False) and not looks_english(after, NUMBERS), after
+    assert all(n in after for n in ("2", "7:10", "16", "24")), after

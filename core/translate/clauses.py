@@ -39,6 +39,11 @@ def _sentence_parts(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def sentence_parts(text: str) -> list[str]:
+    """``text`` cut into its sentences (:func:`_sentence_parts`)."""
+    return _sentence_parts(" ".join(text.split()))
+
+
 def _in_quotation(text: str) -> bool:
     """Whether ``text`` ends inside a quotation: an odd number of straight double quotes, or more
     opening curly or angle quotes than closing ones."""

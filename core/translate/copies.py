@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 
 _WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d")
 
 
 def _words(text: str) -> list[str]:
@@ -36,8 +37,9 @@ def word_starts(pieces: list[str]) -> list[int]:
 
 def copy_start(pieces: list[str], source: str) -> int | None:
     """The position of the token that begins the first copied run of the output (given as its tokens'
-    texts): the first word that is a word of ``source`` and is followed by another (or ends the
-    output), so a name alone at the start of a translation does not count. None if there is none."""
+    texts): the first word that is a word of ``source``, not a number, and is followed by another
+    word of ``source`` (or ends the output), so a name alone at the start of a translation does not
+    count. None if there is none."""
     said = set(_words(source))
     starts = word_starts(pieces)
     words = []
@@ -46,7 +48,9 @@ def copy_start(pieces: list[str], source: str) -> int | None:
         found = _words("".join(pieces[i:end]))
         words.append(found[0] if found else "")
     for k, i in enumerate(starts):
-        if words[k] in said and (k + 1 == len(words) or words[k + 1] in said):
+        # a number is kept where it is ("2 tickets to …" begins copying at "tickets"): banned, the model
+        # writes another number ("3 tickets …"), and the retry is spent
+        if words[k] in said and not _NUMBER.search(words[k]) and (k + 1 == len(words) or words[k + 1] in said):
             return i
     return None
 

@@ -50,6 +50,8 @@ MARKERS: dict[str, dict[str, str]] = {
            "yep": "네", "no": "아니요", "sure": "물론이죠", "so": "그래서", "well": "글쎄요", "oh": "아",
            "hi": "안녕하세요", "hello": "안녕하세요"},
 }
+for _said in MARKERS.values():  # the casual forms say what "no" and "yep" say
+    _said["nope"], _said["yup"] = _said["no"], _said["yep"]
 # the comma that joins a marker to what follows, and the full stop of a line of markers alone
 _COMMA = {"ja": "、", "zh": "，"}
 _STOP = {"ja": "。", "zh": "。"}

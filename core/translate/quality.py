@@ -152,12 +152,13 @@ _QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(
 
 def is_copy(source: str, translation: str, names_aside: bool = True) -> bool:
     """A translation at least :data:`COPY_SHARE` of whose words are words of the source (the source
-    left wholly or mostly untranslated), names and quotations aside (:func:`kept_as_is`): it takes three
-    other words or more. ``names_aside=False`` counts them too: the translator's trigger for its copy
+    left wholly or mostly untranslated), numbers, names and quotations aside (:func:`kept_as_is`): it
+    takes three other words or more. ``names_aside=False`` counts them too: the translator's trigger for its copy
     retry, so that a sentence left in English between its names is retried as well."""
     said = set(_words(source))
     kept = kept_as_is(source) if names_aside else set()
-    words = [w for w in _words(translation) if w not in kept]
+    # numbers are kept by every translation ("Klar, es ist 9 1 6 4 9 8." is German), so they never count
+    words = [w for w in _words(translation) if w not in kept and not any(ch.isdigit() for ch in w)]
     if len(words) < 3:
         return False
     return sum(w in said for w in words) >= COPY_SHARE * len(words)

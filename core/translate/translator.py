@@ -1,7 +1,8 @@
 """The translation engine: a local GGUF model translating one sentence (or sentence prefix) at a time.
 
-:class:`LlamaTranslator` decides what to decode: the prompt (:mod:`core.translate.prompting`), a long
-sentence clause by clause with finished pieces remembered (:mod:`core.translate.clauses`), a source too
+:class:`LlamaTranslator` decides what to decode: the prompt (:mod:`core.translate.prompting`), finished
+text of several sentences sentence by sentence, a long sentence clause by clause with finished pieces
+remembered (:mod:`core.translate.clauses`), a source too
 long for the context in halves, an example the model gave back translated again without it. The
 decoding itself, plain greedy (AR) or self-speculative biased decoding (SSBD) verifying the previous
 translation as its draft, is :mod:`core.translate.decoding`'s. Each call evaluates the prompt (with
@@ -22,7 +23,8 @@ from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import ends_sentence, joiner
-from .clauses import PieceMemo, clause_pieces, halves
+from .casing import as_written
+from .clauses import PieceMemo, clause_pieces, halves, sentence_parts
 from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
 from .hesitations import without_hesitations
@@ -77,6 +79,11 @@ class TranslatorOptions:
     # (core.translate.phrasebook) at a line's start or end, with the markers: alone the model gives them back
     # in English or says something else
     phrases: bool = True
+    # finished text of several sentences (a file's line) translated sentence by sentence, each as the app
+    # translates a finished sentence: markers and set phrases read off each, no short sentence joined to another
+    sentence_by_sentence: bool = True
+    # English typed in lower case read as a transcript writes it (core.translate.casing)
+    as_written: bool = True
 
 
 @dataclass
@@ -250,11 +257,18 @@ class LlamaTranslator:
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
         # hesitations are not translated ("Um, yeah." reads "Yeah."); a line of nothing else is shown as it is
-        spoken = without_hesitations(source, self.options.source_lang)
+        # and lower-case typing is read as a transcript writes it (core.translate.casing)
+        written = self.options.source_lang if self.options.as_written else ""  # as_written leaves "" alone
+        spoken = as_written(without_hesitations(source, self.options.source_lang), written)
         if draft_source:
-            draft_source = without_hesitations(draft_source, self.options.source_lang) or draft_source
+            draft_source = as_written(without_hesitations(draft_source, self.options.source_lang) or draft_source,
+                                      written)
         if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
+        if final and not draft and self.options.sentence_by_sentence:
+            parts = sentence_parts(spoken)
+            if len(parts) > 1:  # "3 small pizzas. Meat Lovers. Is this correct?": each sentence as the app gets it
+                return self._translate_sentences(source, parts)
         said, rest = split_markers(spoken, self.options.source_lang, self.options.target_lang,
                                    self.options.phrases)
         # "Okay, …": the markers said from a word list, the rest translated as a sentence of its own
@@ -272,6 +286,18 @@ class LlamaTranslator:
             if len(pieces) > 1:
                 return self._translate_pieces(source, pieces, draft, final, draft_source)
         return self._translate_one(source, draft, final, draft_source, steer=final)
+
+    def _translate_sentences(self, source: str, parts: list[str]) -> TranslationResult:
+        """Finished text of several sentences, each translated as a finished sentence of its own and
+        joined as the target language joins sentences."""
+        done = [self.translate(part, final=True) for part in parts]
+        joined = joiner(self.options.target_lang).join
+        return TranslationResult(
+            source, joined(r.text for r in done if r.text), [t for r in done for t in r.tokens],
+            sum(r.prompt_tokens for r in done), sum(r.evaluated_tokens for r in done), sum(r.seconds for r in done),
+            reused_tokens=sum(r.reused_tokens for r in done), gaps=[g for r in done for g in r.gaps],
+            unsteered=joined(r.unsteered or r.text for r in done if r.unsteered or r.text)
+            if any(r.unsteered for r in done) else None)
 
     def _after_markers(self, source: str, spoken: str, said: list[str], rest: str, draft: list[int] | None,
                        final: bool, draft_source: str | None) -> TranslationResult:
