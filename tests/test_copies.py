@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from core.translate.casing import as_written
+from core.translate.casing import as_written, typed_in_lower_case
 from core.translate.clauses import halves, sentence_parts
 from core.translate.copies import copy_start, word_starts
 from core.translate.hesitations import without_hesitations
@@ -338,8 +338,12 @@ def test_lower_case_typing_is_read_as_a_transcript_writes_it():
     assert as_written("ok. let me look into that for you.") == "Ok. Let me look into that for you."
     assert as_written("sure. i'm fine, i think.") == "Sure. I'm fine, I think."
     assert as_written("iPhone is here. 3 pizzas.") == "iPhone is here. 3 pizzas."  # a name's own case stays
-    assert as_written("j o h n s m i t h.") == "J o h n s m i t h."  # a name spelled out: no pronoun in it
+    assert as_written("j o h n s m i t h.") == "j o h n s m i t h."  # a name spelled out: no pronoun in it
     assert as_written("anything else i can help with?", "de") == "anything else i can help with?"
+    # a transcript's line that goes on from the one before is not typing: it begins in lower case
+    assert as_written("and I have two options for you.") == "and I have two options for you."
+    assert as_written("guest house.") == "guest house."
+    assert typed_in_lower_case("Ok. let me look.") and not typed_in_lower_case("would you like anything else?")
 
 
 def test_casual_yes_and_no_are_markers():
@@ -347,8 +351,10 @@ def test_casual_yes_and_no_are_markers():
     assert split_markers("Yup, I know.", "en", "fr") == (["Oui"], "I know.")
 
 
-# BConTrasT chat (tune split, CC-BY-SA 4.0), typed in lower case: "was hast du denn?" before
-LOWER_CASE = "would you like anything else?"
+# BConTrasT chat (tune split, CC-BY-SA 4.0), typed in lower case: "Klar. was würdest du?" before; and a line with a
+# prompt example's words made up before it ("in the 11th hour of the 11th day of the 11th month, 2011, 11:25 amc …")
+LOWER_CASE = ("Sure thing. what would you like?",
+              "amc pacific place 11 is showing happy death day 2u at 12:25pm. this showtime is actually sooner.")
 # a line of three sentences (the same set): translated whole, "30 Minuten? Super!"
 SENTENCES = "30 minutes? Okay, wonderful. Appreciate it."
 # copied whole before: the first copy retry banned the "2" (the model wrote "3"), the others did not reach German
@@ -356,7 +362,12 @@ NUMBERS = "2 tickets to see Aquaman at 7:10pm at Regal Cinemas Meridian 16 will 
 
 
 def test_lower_case_typing_is_translated_as_the_same_line_written(translator_de):
-    assert _translate(translator_de, LOWER_CASE) == _translate(translator_de, as_written(LOWER_CASE))
+    for typed in LOWER_CASE:
+        written = as_written(typed)
+        assert written != typed and _translate(translator_de, typed) == _translate(translator_de, written)
+        after = _translate(translator_de, typed)
+        assert all(part[:1].isupper() or part[:1].isdigit() for part in sentence_parts(after)), after
+        assert "11th" not in after, after
 
 
 def test_a_line_of_sentences_is_translated_sentence_by_sentence(translator_de):
