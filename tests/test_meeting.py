@@ -74,6 +74,23 @@ def test_echo_from_the_speakers_is_silenced(tiny_engine):
     assert len(heard.split()) <= 2 and "country" not in heard.lower(), heard
 
 
+def test_the_first_word_of_an_echo_the_system_audio_delivers_late_is_silenced():
+    """On a real sound server the microphone heard the speakers 0.46 s before the system stream delivered
+    what they played (the gate's lag: -23 frames), from the first second of a meeting on. Judged before
+    the two streams held enough sound in common to estimate the echo, "And" was captioned as the user."""
+    them = _delayed(_speech(THEM_CLIP), 0.5, 1.0)  # half a second of the meeting's silence first
+    noise = np.random.default_rng(2).normal(0, 1e-3, them.size).astype(np.float32)
+    reference = _delayed(them, 0.46, 1.0)  # what the speakers played, as the system stream delivers it
+    mic = 0.5 * them + noise
+    gate = EchoGate()
+    out = _through(gate, reference, mic)
+    assert abs(gate.lag * 0.02 + 0.46) <= 0.04, gate.lag
+    first = slice(0, int(2.0 * RATE))  # "And so my fellow" (0.6 of its energy came through before)
+    kept = _speech_energy(out[first]) / _speech_energy(mic[first])
+    assert kept < 0.1, kept
+    assert _speech_energy(out) / _speech_energy(mic[: out.size]) < 0.1
+
+
 def test_double_talk_comes_through_and_headphones_are_untouched(tiny_engine):
     """The others speak alone for 3 s (the gate learns the echo), then the user talks over them."""
     them = _speech(THEM_CLIP, 14)

@@ -99,6 +99,7 @@ class EchoGate:
         self.gated_seconds = 0.0  # microphone audio silenced as echo
         self._held = np.zeros(0, dtype=np.float32)  # microphone samples not given out yet
         self._next = 0  # frame number of the first held sample
+        self._estimated = False  # a lag and gain have been found from sound the speakers played
 
     def reference(self, samples: np.ndarray) -> None:
         """What the speakers played next (the system stream, in order)."""
@@ -106,8 +107,9 @@ class EchoGate:
 
     def filter(self, samples: np.ndarray) -> np.ndarray:
         """The microphone's audio with the echo frames silenced, as far as it can be judged: a frame
-        is given out once the system audio it is compared with has arrived (or after
-        :data:`MAX_HOLD_S`); the rest is held for the next call."""
+        is given out once the system audio it is compared with has arrived, and, once the speakers
+        have played, the echo's lag and gain are known (or after :data:`MAX_HOLD_S`); the rest is
+        held for the next call."""
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         self._mic.add(samples)
         self._held = np.concatenate([self._held, samples]) if self._held.size else samples.copy()
@@ -115,6 +117,10 @@ class EchoGate:
         lo, _ = SPREAD
         ready = min(self._mic.end, self._reference.end + self.lag + lo)  # frames whose reference is there
         if self._mic.energy.size < ESTIMATE_FRAMES:  # too little heard to estimate the echo: wait for more
+            ready = self._next
+        elif not self._estimated and (self._reference.energy > self._active).any():
+            # the speakers play, and the echo's lag and gain are not known yet (the two streams have too
+            # little sound in common so far): judged now, their first word would pass as the user's
             ready = self._next
         ready = max(ready, self._mic.end - self._max_hold)  # waited long enough: judged with what there is
         if ready <= self._next:
@@ -153,6 +159,7 @@ class EchoGate:
                 best, best_corr = lag, corr
         if best_corr < 0:
             return
+        self._estimated = True
         self.lag = best
         r_raw = ref.at(frames - best)
         active = r_raw > self._active
