@@ -258,11 +258,13 @@ class LlamaTranslator:
             return TranslationResult(source, "", [], 0, 0, 0.0)
         # hesitations are not translated ("Um, yeah." reads "Yeah."); a line of nothing else is shown as it is
         # and lower-case typing is read as a transcript writes it (core.translate.casing)
-        written = self.options.source_lang if self.options.as_written else ""  # as_written leaves "" alone
-        spoken = as_written(without_hesitations(source, self.options.source_lang), written)
+        lang = self.options.source_lang
+        spoken = without_hesitations(source, lang)
         if draft_source:
-            draft_source = as_written(without_hesitations(draft_source, self.options.source_lang) or draft_source,
-                                      written)
+            draft_source = without_hesitations(draft_source, lang) or draft_source
+        if self.options.as_written:
+            spoken = as_written(spoken, lang)
+            draft_source = as_written(draft_source, lang) if draft_source else draft_source
         if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         if final and not draft and self.options.sentence_by_sentence:
