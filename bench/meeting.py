@@ -8,7 +8,9 @@ where it has a ``manifest.tsv``, the rows of ``--split``) goes through:
 - **the default live path**: the app's settings as installed (tiny.en streams, base verifies each
   finished line, German translation), through the real :class:`~core.session.pipeline.CaptionPipeline`.
   Fast mode by default (0.5 s chunks, every step in order: deterministic); ``--realtime`` replays the
-  file in real time, ``--rounds N`` times;
+  file in real time, ``--rounds N`` times; ``--chunks 0.4,0.5,0.6`` runs fast mode once per chunk size
+  (where decodes end moves the line cuts, and with them the words) and reports each size's WER per
+  split, their mean and their spread;
 - **offline greedy decoding** of each bundled model (the drafter and the verifier, int8 and the encoder
   rule as the app's engine runs them), one call per piece of at most 30 s (cut at the quietest 0.1 s
   between 20 and 30 s, as ``sotto bench asr`` cuts).
@@ -545,7 +547,11 @@ def at_gain(recordings: list[Recording], gain_db: float, folder: Path) -> list[R
 
 
 def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, verify: bool = True,
-        overrides: list[str] = (), gain_db: float = 0.0) -> dict:
+        overrides: list[str] = (), gain_db: float = 0.0, chunks: list[float] | None = None) -> dict:
+    """Offline decoding of each recording by each bundled model, then the live path (``rounds`` times in
+    real time, else once in fast mode; with ``chunks``, fast mode once per chunk size, each an
+    ``asr.min_chunk_s``: a change to where decodes end moves the line cuts, so the same words are
+    compared at several timings)."""
     from core.asr import FasterWhisperEngine
     from core.audio import decode_file
     from core.models import ModelStore
@@ -580,12 +586,16 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
                 rows.append(row)
                 print(f"{rec.name}: offline {model} WER {row['wer']:.1%}", file=sys.stderr, flush=True)
             heard = reliable(ref, offline)
-            for round_ in range(rounds if realtime else 1):
-                live = run_live(rec, settings, asr, translator, realtime)
+            runs = ([(round_ + 1, None) for round_ in range(rounds)] if realtime
+                    else [(None, c) for c in chunks or [None]])
+            for round_, chunk in runs:
+                timed = settings if chunk is None else settings.with_value("asr.min_chunk_s", chunk)
+                live = run_live(rec, timed, asr, translator, realtime)
                 config = ("live real time" if realtime else "live fast") + (
-                    "" if verify else f", {settings.asr.model} alone")
-                row = _row(rec, config, live.audio_s, ref, live.committed, live.cpu_s,
-                           round_ + 1 if realtime else None)
+                    "" if verify else f", {settings.asr.model} alone") + ("" if chunk is None else
+                                                                           f", chunks {chunk:g} s")
+                row = _row(rec, config, live.audio_s, ref, live.committed, live.cpu_s, round_)
+                row["chunk_s"] = timed.asr.min_chunk_s
                 losses = classify_losses(ref, offline, live.trace)
                 drafted = [w for words, _dropped in live.trace.drafter_lines for w in words]
                 row.update(latencies(live.frames, ref, heard), lines=live.lines, dropped_lines=live.dropped,
@@ -615,7 +625,8 @@ def run(recordings: list[Recording], realtime: bool, rounds: int, target: str, v
     return {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "mode": "real time" if realtime else "fast",
             "rounds": rounds if realtime else 1, "target": target, "models": models, "overrides": list(overrides),
             "gain_db": gain_db,
-            "recordings": [r.name for r in recordings], "rows": rows, "totals": totals(rows)}
+            "recordings": [r.name for r in recordings], "rows": rows, "totals": totals(rows),
+            "timings": timings(rows) if chunks and len(chunks) > 1 else None}
 
 
 def _repeats(tokens: list[tuple[str, float, float]], ref: list[str]) -> list[str]:
@@ -649,6 +660,24 @@ def totals(rows: list[dict]) -> list[dict]:
             total["collapsed_lines"] = sum(r["collapsed_lines"] for r in group)
         out.append(total)
     return out
+
+
+def timings(rows: list[dict]) -> dict:
+    """The live path's WER per chunk size and per split (tune, heldout, shared, all: pooled errors), with
+    each one's mean over the chunk sizes and its spread (largest less smallest), in points."""
+    live = [r for r in rows if r.get("chunk_s") is not None and r["lost"] is not None]
+    chunk_sizes = sorted({r["chunk_s"] for r in live})
+    splits = list(dict.fromkeys(r["split"] for r in live)) + ["all"]
+    wer: dict[str, dict[str, float]] = {}
+    for split in splits:
+        wer[split] = {}
+        for c in chunk_sizes:
+            group = [r for r in live if r["chunk_s"] == c and split in ("all", r["split"])]
+            ref = sum(r["ref_words"] for r in group)
+            wer[split][f"{c:g}"] = round(100 * sum(r["sub"] + r["del"] + r["ins"] for r in group) / ref, 2)
+    return {"chunks": [f"{c:g}" for c in chunk_sizes], "wer": wer,
+            "mean": {k: round(sum(v.values()) / len(v), 2) for k, v in wer.items()},
+            "spread": {k: round(max(v.values()) - min(v.values()), 2) for k, v in wer.items()}}
 
 
 def table(result: dict) -> str:
@@ -712,6 +741,13 @@ def table(result: dict) -> str:
     repeats = [(r, s) for r in result["rows"] if r.get("repeats") for s in r["repeats"]]
     if repeats:
         out += ["", "Committed twice:", ""] + [f"- {r['recording']}: “{s}”" for r, s in repeats]
+    if result.get("timings"):
+        t = result["timings"]
+        out += ["", "The live path's WER at each chunk size (fast mode), its mean and spread (points):", "",
+                "| recordings | " + " | ".join(f"chunks {c} s" for c in t["chunks"]) + " | mean | spread |",
+                "|---|" + "---:|" * (len(t["chunks"]) + 2)]
+        out += [f"| {split} | " + " | ".join(f"{v:.1f}%" for v in wer.values())
+                + f" | {t['mean'][split]:.1f}% | {t['spread'][split]:.1f} |" for split, wer in t["wer"].items()]
     return "\n".join(out)
 
 
@@ -734,8 +770,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gain", type=float, default=0.0, metavar="DB",
                         help="replay every recording this many dB louder; negative is quieter (-20: a quiet voice "
                              "or a far microphone)")
+    parser.add_argument("--chunks", metavar="S,S,…",
+                        help="fast mode at each of these chunk sizes (asr.min_chunk_s), e.g. 0.4,0.5,0.6: WER per "
+                             "size, the mean and the spread")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
+    chunks = None
+    if args.chunks:
+        if args.realtime:
+            parser.error("--chunks is for fast mode (in real time decodes end on the asr.min_chunk_s grid).")
+        try:
+            chunks = [float(c) for c in args.chunks.split(",") if c.strip()]
+        except ValueError:
+            parser.error(f"--chunks takes seconds separated by commas, not {args.chunks!r}.")
+        if not chunks or any(c <= 0 for c in chunks):
+            parser.error("--chunks takes chunk sizes above 0 s.")
     recordings = [] if args.no_shared else shared_recordings()
     data = args.data or (DATA if (DATA / "manifest.tsv").is_file() else None)
     if args.data is not None and not (args.data / "manifest.tsv").is_file():
@@ -748,7 +797,7 @@ def main(argv: list[str] | None = None) -> int:
     if not recordings:
         parser.error("no recordings to run (see --data, --split, --only).")
     result = run(recordings, args.realtime, max(1, args.rounds), args.target, verify=not args.unverified,
-                 overrides=args.set, gain_db=args.gain)
+                 overrides=args.set, gain_db=args.gain, chunks=chunks)
     return report(result, args.json, table(result))
 
 

@@ -1,5 +1,6 @@
 """The pure parts of `sotto bench meeting`: the alignment's error parts, the loss attribution and
-the detection of stretches committed twice, on hand-made transcripts (no models)."""
+the detection of stretches committed twice, on hand-made transcripts (no models); and its chunk
+timings, run with the real models on a real clip."""
 
 from __future__ import annotations
 
@@ -73,3 +74,33 @@ def test_a_repeat_with_audio_of_its_own_was_said_twice_and_one_without_was_commi
     # ... or squashed into an instant (Whisper saying its window again) are committed twice
     squashed = [(14.2, 14.25) if 5 <= k < 9 else (s, e) for k, (s, e) in enumerate(spans)]
     assert repeated_stretches(words, ref, spans=squashed) == ["0 4 8 2"]
+
+
+def test_chunk_timings_are_run_side_by_side_with_their_mean_and_spread(tmp_path, capsys):
+    """`--chunks`: the live path in fast mode once per chunk size, on a real clip with the real models;
+    each size's decodes end on its own grid, and the summary is each size's pooled WER, their mean and
+    spread."""
+    import json
+
+    import pytest
+
+    from bench.meeting import main
+
+    with pytest.raises(SystemExit):  # real time decodes on one grid
+        main(["--realtime", "--chunks", "0.4,0.5"])
+    out = tmp_path / "meeting.json"
+    assert main(["--only", "mfa_acoustic_corpus", "--chunks", "0.5,0.6", "--target", "none", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    live = [r for r in result["rows"] if r["config"].startswith("live fast")]
+    assert [r["chunk_s"] for r in live] == [0.5, 0.6]
+    assert [r["config"] for r in live] == ["live fast, chunks 0.5 s", "live fast, chunks 0.6 s"]
+    for row, step in zip(live, (0.5, 0.6), strict=True):  # each verifier decode ended on that size's grid
+        ends = [x["decoded_s"][1] for x in row["line_log"]]
+        # (the stream's last decode ends with its audio)
+        assert ends and all(abs(e - step * round(e / step)) < 0.01 or e >= row["audio_s"] - 0.1 for e in ends), ends
+    t = result["timings"]
+    assert t["chunks"] == ["0.5", "0.6"] and set(t["wer"]) == {"shared", "all"}
+    wers = [round(100 * (r["sub"] + r["del"] + r["ins"]) / r["ref_words"], 2) for r in live]
+    assert list(t["wer"]["all"].values()) == wers
+    assert t["mean"]["all"] == round(sum(wers) / 2, 2) and t["spread"]["all"] == round(max(wers) - min(wers), 2)
+    assert "| all | " in capsys.readouterr().out
