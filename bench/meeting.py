@@ -783,8 +783,15 @@ def main(argv: list[str] | None = None) -> int:
             chunks = [float(c) for c in args.chunks.split(",") if c.strip()]
         except ValueError:
             parser.error(f"--chunks takes seconds separated by commas, not {args.chunks!r}.")
-        if not chunks or any(c <= 0 for c in chunks):
-            parser.error("--chunks takes chunk sizes above 0 s.")
+        from core.settings import Settings, SettingsError
+
+        try:
+            for c in chunks:
+                Settings().with_value("asr.min_chunk_s", c)
+        except SettingsError as exc:
+            parser.error(f"--chunks: {exc}")
+        if not chunks:
+            parser.error("--chunks takes chunk sizes in seconds, e.g. 0.4,0.5,0.6.")
     recordings = [] if args.no_shared else shared_recordings()
     data = args.data or (DATA if (DATA / "manifest.tsv").is_file() else None)
     if args.data is not None and not (args.data / "manifest.tsv").is_file():

@@ -88,6 +88,8 @@ def test_chunk_timings_are_run_side_by_side_with_their_mean_and_spread(tmp_path,
 
     with pytest.raises(SystemExit):  # real time decodes on one grid
         main(["--realtime", "--chunks", "0.4,0.5"])
+    with pytest.raises(SystemExit):  # under the setting's range: said before any model loads
+        main(["--chunks", "0.1,0.5"])
     out = tmp_path / "meeting.json"
     assert main(["--only", "mfa_acoustic_corpus", "--chunks", "0.5,0.6", "--target", "none", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
