@@ -633,6 +633,12 @@ def _repeats(tokens: list[tuple[str, float, float]], ref: list[str]) -> list[str
     return repeated_stretches([t for t, _s, _e in tokens], ref, spans=[(s, e) for _t, s, e in tokens])
 
 
+def _wer(rows: list[dict]) -> float | None:
+    """The pooled WER of ``rows`` (their errors over their reference words), None without reference words."""
+    ref = sum(r["ref_words"] for r in rows)
+    return sum(r["sub"] + r["del"] + r["ins"] for r in rows) / ref if ref else None
+
+
 def totals(rows: list[dict]) -> list[dict]:
     """Per configuration (and round), over every recording: WER of the pooled errors, the parts, the losses."""
     out = []
@@ -641,10 +647,10 @@ def totals(rows: list[dict]) -> list[dict]:
         group = [r for r in rows if r["config"] == config and r["round"] == round_]
         ref = sum(r["ref_words"] for r in group)
         audio = sum(r["audio_s"] for r in group)
-        errors = sum(r["sub"] + r["del"] + r["ins"] for r in group)
+        wer = _wer(group)
         total = {"config": config, "round": round_, "recordings": len(group), "audio_s": round(audio, 1),
                  "ref_words": ref, "words_out": sum(r["words_out"] for r in group),
-                 "wer": round(errors / ref, 4) if ref else None,
+                 "wer": None if wer is None else round(wer, 4),
                  **{k: sum(r[k] for r in group) for k in ("sub", "del", "ins")},
                  "cpu_per_audio_s": round(sum(r["cpu_per_audio_s"] * r["audio_s"] for r in group) / audio, 3)}
         if group[0]["lost"] is not None:
@@ -673,8 +679,7 @@ def timings(rows: list[dict]) -> dict:
         wer[split] = {}
         for c in chunk_sizes:
             group = [r for r in live if r["chunk_s"] == c and split in ("all", r["split"])]
-            ref = sum(r["ref_words"] for r in group)
-            wer[split][f"{c:g}"] = round(100 * sum(r["sub"] + r["del"] + r["ins"] for r in group) / ref, 2)
+            wer[split][f"{c:g}"] = round(100 * _wer(group), 2)
     return {"chunks": [f"{c:g}" for c in chunk_sizes], "wer": wer,
             "mean": {k: round(sum(v.values()) / len(v), 2) for k, v in wer.items()},
             "spread": {k: round(max(v.values()) - min(v.values()), 2) for k, v in wer.items()}}
