@@ -195,6 +195,8 @@ class TranslationSettings:
     # few-shot prompts: a long sentence clause by clause (small models copy long ones)
     clause_pieces: bool = _setting(True, NEXT_START)
     n_gpu_layers: int = _setting(-1, NEXT_START, lo=-1, hi=999)  # all (a CPU-only build ignores it)
+    # 0: one-token decoding on half the cores, or on all where a step timed at load is 1.5x as fast there
+    # (core.translate.llama_runner.faster_threads); calls of several tokens on all
     n_threads: int = _setting(0, NEXT_START, lo=0, hi=256)
     # the most of the translator's time that unfinished lines may take (1: whenever it is free); finished
     # sentences are always translated at once (core.translate.worker). With translations as fast as β = 0.5

@@ -280,7 +280,7 @@ def test_llama_load_checks_whether_batched_verification_is_exactly_greedy(store)
     """At load the runner compares a verification call with one-token decoding on its backend. On
     this CPU build (llamafile kernels and weight repacking off) calls of up to 7 tokens are bit-identical
     (so β = 0 is exactly greedy); one call of 8 is not, which the same check must notice."""
-    from core.translate.llama_runner import BATCH_CHECK_TOKENS, SMALL_CHUNK, LlamaRunner
+    from core.translate.llama_runner import BATCH_CHECK_TOKENS, SMALL_CHUNK, THREADS_PROBE_STEPS, LlamaRunner
 
     class Counted(LlamaRunner):
         """The real runner, noting each evaluation call the load makes (what the check costs, in tokens)."""
@@ -300,7 +300,15 @@ def test_llama_load_checks_whether_batched_verification_is_exactly_greedy(store)
         # the check runs at every load, so it stays a few tokens: BOS, the tokens one at a time, then the
         # same tokens in one call (the load logs how long it took; no time is asserted here)
         assert 1 < BATCH_CHECK_TOKENS <= SMALL_CHUNK
-        assert runner.calls == [1] * (BATCH_CHECK_TOKENS + 1) + [BATCH_CHECK_TOKENS], runner.calls
+        check = [1] * (BATCH_CHECK_TOKENS + 1) + [BATCH_CHECK_TOKENS]
+        assert runner.calls[-len(check):] == check, runner.calls
+        # before it, where there are more cores than one-token calls start on, each thread count's timed
+        # steps: a short prompt, then one untimed and THREADS_PROBE_STEPS timed one-token steps
+        timed = runner.calls[:-len(check)]
+        per_count = len(timed) // max(len(runner.thread_steps), 1)
+        assert len(timed) == len(runner.thread_steps) * (THREADS_PROBE_STEPS + 2), runner.calls
+        assert all(timed[i * per_count + 1:(i + 1) * per_count] == [1] * (THREADS_PROBE_STEPS + 1)
+                   for i in range(len(runner.thread_steps)))
         assert runner.tokens == [] and runner.evaluated == 0, "the check leaves an empty cache"
         assert runner.batch_matches_single(SMALL_CHUNK, SMALL_CHUNK) == (True, 0.0)
         same, diff = runner.batch_matches_single(8, None)  # one 8-token call: other kernels, other sums

@@ -401,17 +401,42 @@ def test_a_finished_sentence_interrupts_the_partial_in_progress(translator_de):
     assert results[0].frozen and results[-1].partial_source == long and results[-1].partial_translation
 
 
-def test_one_token_decoding_uses_half_the_cores_and_keeps_the_logits(tr):
-    """One-token calls run on half the cores (memory-bound: the other half only doubled the CPU),
-    calls of several tokens on all; the load-time check compares the two kinds of call on exactly
-    these thread counts (test_beta_zero_equals_greedy_token_for_token holds it to its answer)."""
+def test_one_token_decoding_threads_are_measured_at_load_and_keep_the_logits(tr):
+    """One-token calls start on half the cores (memory-bound: on many CPUs the other half only doubled
+    the CPU) and move to all of them where a step timed at load is at least THREADS_SPEEDUP times as
+    fast there; calls of several tokens run on all. The logits are the same bit for bit with either
+    count, so the choice never changes a translation, and the load-time batch check compares the
+    two kinds of call on the counts in use (test_beta_zero_equals_greedy_token_for_token holds it to
+    its answer)."""
     import os
 
-    from core.translate.llama_runner import generation_threads
+    import numpy as np
+
+    from core.translate.llama_runner import faster_threads, generation_threads
 
     assert [generation_threads(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
-    params = tr.runner.llm.context_params
-    assert params.n_threads == generation_threads() and params.n_threads_batch == (os.cpu_count() or 1)
+    assert faster_threads({1: 0.0387, 2: 0.0226}, 1, 2) == 2, "1.7x as fast: every core"
+    assert faster_threads({1: 0.021, 2: 0.018}, 1, 2) == 1, "barely faster: half the cores"
+    assert faster_threads({1: 0.03}, 1, 1) == 1 and faster_threads({}, 1, 2) == 1
+    runner, cores = tr.runner, os.cpu_count() or 1
+    assert runner.llm.context_params.n_threads_batch == cores
+    if cores > generation_threads():
+        assert set(runner.thread_steps) == {generation_threads(), cores}
+        assert runner.generation_threads == faster_threads(runner.thread_steps, generation_threads(), cores)
+    chosen = runner.generation_threads
+    prompt = tr.prompt_tokens("Where is the station?")
+    said = runner.tokenize(" Wo ist der Bahnhof, bitte?")
+    rows = {}
+    try:
+        for n in sorted({1, cores}):
+            runner.set_threads(n)
+            runner.truncate(0)
+            runner.eval(prompt)
+            rows[n] = np.stack([runner.eval([t]) for t in said])
+    finally:
+        runner.truncate(0)
+        runner.set_threads(chosen)
+    assert all(np.array_equal(rows[1], r) for r in rows.values()), "one-token logits differ with the thread count"
 
 
 def test_a_finished_clause_piece_is_drafted_by_the_previous_translation_and_stays_greedy(tr):

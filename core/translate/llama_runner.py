@@ -131,15 +131,34 @@ def _reserve(size: int) -> None:
 
 
 def generation_threads(cores: int | None = None) -> int:
-    """Threads for one-token decoding calls (``n_threads``; calls of several tokens use every core).
+    """Threads for one-token decoding calls (``n_threads``; calls of several tokens use every core),
+    before :func:`faster_threads` measures this machine.
 
-    Decoding one token is bound by memory, not arithmetic: a second thread barely speeds it up but
-    nearly doubles its CPU, so half the cores decode at nearly the same speed for half the CPU (which
-    the speech engine needs). The logits are the same bit for bit (each row of a matrix product is
-    computed whole by one thread). A prompt or verification call of many tokens still gains from a
-    second thread."""
+    Decoding one token is bound by memory, not arithmetic: on many CPUs a second thread barely
+    speeds it up but nearly doubles its CPU, so half the cores decode at nearly the same speed for
+    half the CPU (which the speech engine needs). The logits are the same bit for bit (each row of
+    a matrix product is computed whole by one thread). A prompt or verification call of many tokens
+    still gains from a second thread."""
     cores = cores or os.cpu_count() or 1
     return max(1, cores // 2)
+
+
+# One-token decoding moves to every core where that makes a step at least this much faster: its CPU
+# per token then rises by at most 2 / 1.5 = 1.33x, while the step, which holds the compute gate
+# (speech waits for it, so the other cores idle meanwhile), takes a third less time.
+THREADS_SPEEDUP = 1.5
+THREADS_PROBE_STEPS = 6  # timed one-token steps per thread count (after one untimed), median taken
+
+
+def faster_threads(step_seconds: dict[int, float], fewer: int, more: int) -> int:
+    """The thread count one-token decoding uses: ``more`` where its step (median seconds, from
+    ``step_seconds``) is at least :data:`THREADS_SPEEDUP` times as fast as with ``fewer``, else
+    ``fewer``. How much a second thread helps a memory-bound step differs from one CPU to another
+    (docs/BENCHMARKS.md, "Threads that wait"), so it is measured, not assumed."""
+    slow, fast = step_seconds.get(fewer), step_seconds.get(more)
+    if more <= fewer or not slow or not fast:
+        return fewer
+    return more if slow / fast >= THREADS_SPEEDUP else fewer
 
 
 @dataclass
@@ -227,6 +246,16 @@ class LlamaRunner:
         self.log: CallLog | None = None  # set: every eval call is recorded there
         self.interrupt = threading.Event()  # set from another thread: the next eval call stops
         self.gpu_offload = n_gpu_layers != 0 and self._supports_gpu_offload()
+        cores = max(1, os.cpu_count() or 1)
+        self.generation_threads = n_threads or generation_threads(cores)
+        self.thread_steps: dict[int, float] = {}  # threads → a one-token step's median seconds (measured at load)
+        if not n_threads and not self.gpu_offload and cores > self.generation_threads:
+            self.thread_steps = self.time_steps((self.generation_threads, cores))
+            chosen = faster_threads(self.thread_steps, self.generation_threads, cores)
+            logger.info("llama.cpp one-token decoding: %s; decoding with %d thread(s)", ", ".join(
+                f"{n} thread(s) {1000 * s:.1f} ms a step" for n, s in self.thread_steps.items()), chosen)
+            if chosen != self.generation_threads:
+                self.set_threads(chosen)
         t0 = time.perf_counter()
         self.batch_invariant, diff = self.batch_matches_single(BATCH_CHECK_TOKENS, SMALL_CHUNK)
         self.batch_check_seconds = time.perf_counter() - t0
@@ -239,6 +268,38 @@ class LlamaRunner:
             logger.warning("llama.cpp (%s): a %d-token verification call differs from one-token decoding "
                            "(logits up to %.3g apart): β = 0 is greedy except where two tokens nearly tie",
                            backend, BATCH_CHECK_TOKENS, diff)
+
+    def set_threads(self, n: int) -> None:
+        """Decode one-token calls on ``n`` threads (calls of several tokens keep every core)."""
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, max(1, os.cpu_count() or 1))
+        self.generation_threads = n
+
+    def time_steps(self, counts: tuple[int, ...]) -> dict[int, float]:
+        """The median seconds of a one-token decoding step with each thread count in ``counts``
+        (:data:`THREADS_PROBE_STEPS` steps after one untimed, on a short prompt; run at load, on an
+        empty cache, which it leaves empty). Ends with the first count set."""
+        probe = self.tokenize(" The weather is nice today.", add_bos=True)
+        probe = ([self.bos] if self.bos >= 0 and probe[0] != self.bos else []) + probe
+        steps: dict[int, float] = {}
+        try:
+            for n in counts:
+                self.set_threads(n)
+                self.truncate(0)
+                self.eval(probe)
+                times = []
+                for i in range(THREADS_PROBE_STEPS + 1):
+                    t0 = time.perf_counter()
+                    self.eval(probe[-1:])
+                    if i:
+                        times.append(time.perf_counter() - t0)
+                steps[n] = float(np.median(times))
+        finally:
+            self.truncate(0)
+            self.evaluated = 0
+            self.set_threads(counts[0])
+        return steps
 
     @staticmethod
     def _supports_gpu_offload() -> bool:
