@@ -464,12 +464,17 @@ def test_a_loop_after_the_lines_words_leaves_them_verified(verified_engine, sonn
 
     jfk = decode_file(shared / "asr" / "jfk.flac")
     country = jfk[int(9.9 * 16000):int(10.5 * 16000)]  # "... for your country."
-    transcriber = make_transcriber(verified_engine, streaming_options(Settings()))
+    # the line waits for 5 s of audio after it (the longest wait Settings offers), so that on any CPU it is
+    # verified with the repeats in its window: a drafter that commits "... your country." as it is said
+    # would otherwise have it verified before they arrive
+    settings = Settings().with_value("asr.verify_lookahead_s", 5.0)
+    transcriber = make_transcriber(verified_engine, streaming_options(settings))
     speech = jfk[:int(10.5 * 16000)]
     for i in range(0, len(speech), 8000):
         transcriber.push(speech[i:i + 8000])
     transcriber.insert_audio(np.concatenate([country] * 16))
     transcriber.finish()
+    assert transcriber.lines[-1].end > 10.5 + 8 * len(country) / 16000, "the last line was verified before the repeats"
     made = [x for x in transcriber.lines if degenerate("".join(w.text for w in x.words))]
     for line in transcriber.lines:
         print(f"{line.drafted!r} -> {line.sentence.text!r} fallback={line.fallback} kept={line.kept} "
