@@ -156,11 +156,12 @@ def test_an_example_borrowed_from_the_prompt_is_told():
 
 
 def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None,
-               markers: bool = True) -> str:
+               markers: bool = True, fragment_retry: bool = True) -> str:
     """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry; ``split_broken``
-    0: as before the halves; ``markers`` False: as before discourse markers were read off."""
+    0: as before the halves; ``markers`` False: as before discourse markers were read off;
+    ``fragment_retry`` False: as before the fragment retry."""
     options = translator.options
-    translator.options = dataclasses.replace(translator.options, markers=markers)
+    translator.options = dataclasses.replace(translator.options, markers=markers, fragment_retry=fragment_retry)
     if copy_retries is not None:
         translator.options = dataclasses.replace(translator.options, copy_retries=copy_retries)
     if split_broken is not None:
@@ -210,10 +211,28 @@ def test_what_the_copy_retry_leaves_broken_is_translated_in_halves(translator_de
     assert is_copy(LEFT_IN_ENGLISH, before), before  # the copy retry alone leaves it in English
     after = _translate(translator_de, LEFT_IN_ENGLISH)
     assert not is_copy(LEFT_IN_ENGLISH, after) and not is_fragment(LEFT_IN_ENGLISH, after, "de"), after
-    before = _translate(translator_de, CUT_SHORT, split_broken=0)
+    before = _translate(translator_de, CUT_SHORT, split_broken=0, fragment_retry=False)
     assert is_fragment(CUT_SHORT, before, "de"), before
     after = _translate(translator_de, CUT_SHORT)
     assert not is_fragment(CUT_SHORT, after, "de") and not is_copy(CUT_SHORT, after), after
+
+
+# short lines of a support chat (BConTrasT, tune split) the bundled model cut to a fragment ("So, so.", "Wie oft?")
+CUT_TO_A_FRAGMENT = ("Sometime this evening after 5:00 p.m.", "should i book it now?")
+
+
+def test_a_fragment_is_decoded_again_from_its_least_sure_token(translator_de):
+    from core.translate.quality import source_share
+
+    for sentence in CUT_TO_A_FRAGMENT:
+        before = _translate(translator_de, sentence, fragment_retry=False)
+        after = _translate(translator_de, sentence)
+        assert not is_fragment(sentence, after, "de") and keeps_enough(sentence, before, after), (before, after)
+        assert source_share(sentence, after)[0] <= 0.25, after  # not a second choice that goes on in English
+        if is_fragment(sentence, before, "de"):  # the retry ran (with AVX2's kernels: both)
+            assert after != before
+    assert source_share("What kind of food did you want?", "Was such a food did you want?") == (4 / 7, 7)
+    assert source_share("Sometime this evening after 5:00 p.m.", "So, nach 5:00 Uhr am Abend.") == (0.0, 5)
 
 
 def test_a_sentence_of_many_names_left_in_english_is_translated_in_halves(translator_de):

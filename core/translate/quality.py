@@ -155,10 +155,15 @@ def is_copy(source: str, translation: str, names_aside: bool = True) -> bool:
     left wholly or mostly untranslated), numbers, names and quotations aside (:func:`kept_as_is`): it
     takes three other words or more. ``names_aside=False`` counts them too: the translator's trigger for its copy
     retry, so that a sentence left in English between its names is retried as well."""
+    share, counted = source_share(source, translation, names_aside)
+    return counted >= 3 and share >= COPY_SHARE
+
+
+def source_share(source: str, translation: str, names_aside: bool = True) -> tuple[float, int]:
+    """The share of a translation's words that are words of the source, and how many words were counted:
+    numbers always aside, and with ``names_aside`` names and quotations too (:func:`kept_as_is`)."""
     said = set(_words(source))
     kept = kept_as_is(source) if names_aside else set()
     # numbers are kept by every translation ("Klar, es ist 9 1 6 4 9 8." is German), so they never count
     words = [w for w in _words(translation) if w not in kept and not any(ch.isdigit() for ch in w)]
-    if len(words) < 3:
-        return False
-    return sum(w in said for w in words) >= COPY_SHARE * len(words)
+    return (sum(w in said for w in words) / len(words) if words else 0.0), len(words)

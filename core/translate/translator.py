@@ -33,7 +33,7 @@ from .loops import has_repeated_phrase, word_key
 from .markers import markers_alone, split_markers, split_tail, with_markers, with_tail
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop
+from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop, source_share
 
 
 @dataclass
@@ -67,6 +67,11 @@ class TranslatorOptions:
     # the word that began the copy banned where it began (core.translate.copies), this many times at most;
     # the first decode (greedy, or SSBD at any β) is untouched, so β = 0 still gives greedy's first result
     copy_retries: int = 3
+    # a finished translation that is a fragment (quality.is_fragment) is decoded again once, greedily, with its
+    # least sure token (the smallest gap between the two likeliest) banned where it was chosen: the model's
+    # second choice there, where the short reading went wrong ("Sometime this evening after 5:00 p.m." →
+    # "So, so." → "So, nach 5:00 Uhr am Abend."); kept only where it is not broken itself
+    fragment_retry: bool = True
     # finished text still left in the source language after the copy retry, written in English all the
     # same (quality.looks_english) or cut to under half (quality.is_fragment), is translated again in two
     # halves cut where a reader would pause
@@ -84,6 +89,11 @@ class TranslatorOptions:
     sentence_by_sentence: bool = True
     # English typed in lower case read as a transcript writes it (core.translate.casing)
     as_written: bool = True
+
+
+# The fragment retry's decode may take at most this share of its words from the source (names and numbers
+# aside), unless the fragment took more: German shares a few short words with English ("in", "was", "so").
+FRAGMENT_RETRY_SOURCE_SHARE = 0.25
 
 
 @dataclass
@@ -351,6 +361,8 @@ class LlamaTranslator:
         if steer and opts.copy_retries and (is_copy(source, result.text, names_aside=False)
                                             or self._english(source, result.text)):
             result = self._steer_from_copy(source, result, final)
+        if steer and opts.fragment_retry and is_fragment(source, result.text, opts.target_lang):
+            result = self._steer_from_fragment(source, result, final)
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
         return result
@@ -436,6 +448,29 @@ class LlamaTranslator:
                 return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated, unsteered=first.text)
             base, banned, moved_to = result, tried, None
         return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
+
+    def _steer_from_fragment(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
+        """The fragment retry: ``first`` (a fragment) decoded again, greedily, with the token it was least
+        sure of (the smallest top-two logit gap) banned where it was chosen, so that the model's second
+        choice opens the rest. The retry is the translation where it is not broken (:meth:`_broken`), keeps
+        the numbers, quotations and names ``first`` kept (:func:`core.translate.quality.keeps_enough`) and takes
+        no larger share of the source's words than :data:`FRAGMENT_RETRY_SOURCE_SHARE` or ``first`` (a second
+        choice can go on in English under the copy rule's share: "Was such a food did you want?"); else
+        ``first`` stays. Either way the result carries both decodes' cost."""
+        gaps = [(g, i) for i, g in enumerate(first.gaps[:len(first.tokens)]) if g == g]  # NaN: not known
+        if not gaps:
+            return first
+        at = min(gaps)[1]
+        result = self._translate(source, None, final, 0, banned={at: {first.tokens[at]}})
+        seconds = first.seconds + result.seconds
+        evaluated = first.evaluated_tokens + result.evaluated_tokens
+        english = max(FRAGMENT_RETRY_SOURCE_SHARE, source_share(source, first.text)[0])
+        if (self._broken(source, result.text) or not keeps_enough(source, first.text, result.text)
+                or source_share(source, result.text)[0] > english):
+            return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
+        logger.info("translation of %r was a fragment (%r); decoded again: %r", source, first.text, result.text)
+        return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated,
+                                   unsteered=first.unsteered or first.text)
 
     def _translate_pieces(self, source: str, pieces: list[str], draft: list[int] | None, final: bool,
                           draft_source: str | None) -> TranslationResult:
