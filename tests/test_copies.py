@@ -153,15 +153,26 @@ def test_an_example_borrowed_from_the_prompt_is_told():
     assert borrowed_example('"We will not give up" voice.', 'mock "news anchor" voice.', "en", "de") == 3
     assert borrowed_example("Wo ist der Bahnhof?", "Where is the train station?", "en", "de") is None
     assert borrowed_example("Wo ist die Bibliothek?", "Where is the library?", "en", "de") is None
+    # the quoted-speech example's frame around a sentence that quotes no one: a speaker made up
+    assert borrowed_example("„OK“, sagte XL, werde die beste Wahl.", "Ok an XL will be the best choice then.",
+                            "en", "de") == 3
+    assert borrowed_example("« D'accord », a déclaré XL.", "Ok an XL will be the best choice then.", "en", "fr") == 3
+    # a name or term in quotation marks is no frame; nor is a quotation the source makes, or a saying it reports
+    assert borrowed_example("in der Kategorie „Preis“ bewertet.", "rated in terms of price.", "en", "de") is None
+    assert borrowed_example("„Ja“, sagte er.", '"Yes," he said.', "en", "de") is None
+    assert borrowed_example("„Ja“, sagte er.", "Yes, he said.", "en", "de") is None
+    assert borrowed_example("「はい」と彼は言った。", "Ok an XL.", "en", "ja") is None  # no spaces: no word to tell
 
 
 def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None,
-               markers: bool = True, fragment_retry: bool = True) -> str:
+               markers: bool = True, fragment_retry: bool = True, capital_retry: bool = True) -> str:
     """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry; ``split_broken``
     0: as before the halves; ``markers`` False: as before discourse markers were read off;
-    ``fragment_retry`` False: as before the fragment retry."""
+    ``fragment_retry`` False: as before the fragment retry; ``capital_retry`` False: as before the
+    lower-case retry."""
     options = translator.options
-    translator.options = dataclasses.replace(translator.options, markers=markers, fragment_retry=fragment_retry)
+    translator.options = dataclasses.replace(translator.options, markers=markers, fragment_retry=fragment_retry,
+                                             capital_retry=capital_retry)
     if copy_retries is not None:
         translator.options = dataclasses.replace(translator.options, copy_retries=copy_retries)
     if split_broken is not None:
@@ -389,6 +400,42 @@ def test_lower_case_typing_is_translated_as_the_same_line_written(translator_de)
         after = _translate(translator_de, typed)
         assert all(part[:1].isupper() or part[:1].isdigit() for part in sentence_parts(after)), after
         assert "11th" not in after, after
+
+
+# BConTrasT chat (tune split, lines 300-1902, CC-BY-SA 4.0): an agent's question typed in lower case, copied
+# with "what" alone translated ("was kind of crust would you like?"), by the first decode and every retry
+LOWER_CASE_COPY = "what type of crust would you like?"
+
+
+def test_a_line_copied_in_lower_case_is_translated_again_as_a_sentence(translator_de):
+    from core.translate.quality import source_share
+
+    before = _translate(translator_de, LOWER_CASE_COPY, capital_retry=False)
+    assert is_copy(LOWER_CASE_COPY, before), before
+    after = _translate(translator_de, LOWER_CASE_COPY)
+    assert not is_copy(LOWER_CASE_COPY, after) and not looks_english(after, LOWER_CASE_COPY), after
+    assert source_share(LOWER_CASE_COPY, after)[0] < source_share(LOWER_CASE_COPY, before)[0]
+    assert after[:1].isupper(), after
+    # a line translated the first time is not tried again; nor is a spelled-out name or a line in capitals
+    line = "and I have two options for you."
+    assert _translate(translator_de, line) == _translate(translator_de, line, capital_retry=False)
+    for kept in ("j o h n s o n.", "Chando's Taco's."):
+        assert _translate(translator_de, kept) == _translate(translator_de, kept, capital_retry=False)
+
+
+# BConTrasT chat (tune split, lines 300-1902): the first decode put the quoted-speech example's frame around it
+MADE_UP_SPEAKER = "Ok an XL will be the best choice then."
+
+
+def test_a_speaker_made_up_with_the_quoted_speech_example_is_decoded_again_without_it(translator_de):
+    from core.translate.prompts import speech_frame
+
+    translator_de.forget()
+    first = translator_de._translate(MADE_UP_SPEAKER, None, True, 0).text  # the first decode, as before
+    shown = _translate(translator_de, MADE_UP_SPEAKER)
+    assert not speech_frame(shown, MADE_UP_SPEAKER, "de") and "sagte" not in shown, shown
+    if speech_frame(first, MADE_UP_SPEAKER, "de"):  # "„OK“, sagte XL, werde die beste Wahl." (AVX-512 kernels)
+        assert shown != first
 
 
 def test_a_line_of_sentences_is_translated_sentence_by_sentence(translator_de):

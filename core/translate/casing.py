@@ -24,7 +24,7 @@ def as_written(source: str, source_lang: str = "en") -> str:
         return source
     text = _PRONOUN.sub(lambda m: m.group(0) if _spelled(source, m.start()) else "I", source)
     parts = sentence_parts(text)
-    return " ".join(_first_upper(p) for p in parts) if parts else text
+    return " ".join(first_upper(p) for p in parts) if parts else text
 
 
 def typed_in_lower_case(text: str) -> bool:
@@ -34,7 +34,7 @@ def typed_in_lower_case(text: str) -> bool:
     I have two options for you.")."""
     if any(not _spelled(text, m.start()) for m in _PRONOUN.finditer(text)):
         return True
-    return any(_first_upper(p) != p for p in sentence_parts(text)[1:])
+    return any(first_upper(p) != p for p in sentence_parts(text)[1:])
 
 
 def _spelled(text: str, at: int) -> bool:
@@ -44,7 +44,7 @@ def _spelled(text: str, at: int) -> bool:
     return any(len(w.strip(".,!?")) == 1 and w.strip(".,!?").isalpha() for w in before + after)
 
 
-def _first_upper(sentence: str) -> str:
+def first_upper(sentence: str) -> str:
     """``sentence`` with its first letter (after quotes or brackets) in upper case where its first word
     is all in lower case ("iPhone" stays)."""
     for i, ch in enumerate(sentence):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import language_name
+from ..text import UNSPACED_LANGUAGES, language_name
 
 # Four short example pairs per target language, for base (non-instruct) models; the last one is
 # quoted speech, which the bundled model otherwise tends to copy untranslated.
@@ -14,6 +14,7 @@ EXAMPLES_EN = (
     "I would like to thank everyone who came here tonight.",
     '"We will not give up," the minister said.',
 )
+QUOTED_EXAMPLE = 3  # the index of the quoted-speech example
 FEW_SHOT = {
     "de": (
         "Das Wetter ist heute schön.",
@@ -107,7 +108,9 @@ def borrowed_example(text: str, source: str, source_lang: str, target_lang: str)
     model sometimes answers with an example instead of translating ("Making a famine where abundance
     lies …" came out as the quoted-speech example), falls back on one when steered away from a copy,
     or borrows part of one ("„Wir werden nicht aufgeben“, sagte die Opposition." before a news
-    sentence; 'mock "news anchor" voice.' → '"We will not give up" voice.'). Else None."""
+    sentence; 'mock "news anchor" voice.' → '"We will not give up" voice.'), or puts the quoted-speech
+    example's frame around a sentence that quotes nothing (:func:`speech_frame`; that example's index).
+    Else None."""
     if source_lang != "en" or target_lang not in FEW_SHOT:
         return None
     said, heard = _words(text), _words(source)
@@ -120,7 +123,23 @@ def borrowed_example(text: str, source: str, source_lang: str, target_lang: str)
             words = _words(example)
             if _runs(words, min(BORROWED_WORDS, len(words))) & _runs(said, min(BORROWED_WORDS, len(words))):
                 return i
+    if speech_frame(text, source, target_lang):
+        return QUOTED_EXAMPLE
     return None
+
+
+def speech_frame(text: str, source: str, target_lang: str) -> bool:
+    """``text`` puts the quoted-speech example's frame (a closing quotation mark, then the example's verb of
+    saying: "“, sagte") around words that ``source`` neither quotes nor says someone said: the small model
+    makes a speaker up ("Ok an XL will be the best choice then." → "„OK“, sagte XL, werde die beste Wahl.",
+    "ALright your table for 3 is set …" → "„Wir haben uns für 3 entschieden“, sagte der Chef."). A
+    language written without spaces has no word to tell the frame by: never."""
+    example = FEW_SHOT.get(target_lang, ("",) * len(EXAMPLES_EN))[QUOTED_EXAMPLE]
+    after = re.split(r"[“”»’\"]", example)[-1]
+    verb = re.findall(r"\w+", after)[:1]
+    if not verb or target_lang in UNSPACED_LANGUAGES or re.search(r"[\"“”„«»]|\bsa(?:id|ys|y)\b", source, re.I):
+        return False
+    return re.search(r"[”»’“\"][\s,—–-]*" + re.escape(verb[0]) + r"\b", text) is not None
 
 
 def _words(text: str) -> list[str]:

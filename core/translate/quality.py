@@ -148,6 +148,14 @@ def keeps_enough(source: str, before: str, after: str) -> bool:
 
 # a quotation: in double quotes of any kind, or in single quotes that do not touch a word ('furious', not y'all)
 _QUOTED = re.compile(r"[\"“”„«»]([^\"“”„«»]+)[\"“”„«»]|(?<!\w)[‘'](.+?)[’'](?!\w)")
+_QUOTE_MARK = re.compile(r"[\"“”„«»]|(?<!\w)[‘']")  # a quotation mark, one of a pair or alone
+
+
+def adds_quotation(source: str, translation: str) -> bool:
+    """``translation`` quotes where ``source`` quotes nothing: the frame of the prompt's quoted-speech
+    example put around a sentence ("sit-down restaurant in San Francisco." → "„Sitzplatzrestaurant in San
+    Francisco“, sagte der Chef."), a speaker made up with it."""
+    return bool(_QUOTED.search(translation)) and not _QUOTE_MARK.search(source)
 
 
 def is_copy(source: str, translation: str, names_aside: bool = True) -> bool:

@@ -23,7 +23,7 @@ from .. import logger
 from ..compute import COMPUTE_GATE, SPEECH, TRANSLATION
 from ..errors import Interrupted, ModelError, TranslationError
 from ..text import ends_sentence, joiner
-from .casing import as_written
+from .casing import as_written, first_upper
 from .clauses import PieceMemo, clause_pieces, halves, sentence_parts
 from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
@@ -33,7 +33,16 @@ from .loops import has_repeated_phrase, word_key
 from .markers import markers_alone, split_markers, split_tail, with_markers, with_tail
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
-from .quality import is_copy, is_fragment, keeps_enough, keeps_numbers, looks_english, phrase_loop, source_share
+from .quality import (
+    adds_quotation,
+    is_copy,
+    is_fragment,
+    keeps_enough,
+    keeps_numbers,
+    looks_english,
+    phrase_loop,
+    source_share,
+)
 
 
 @dataclass
@@ -72,6 +81,12 @@ class TranslatorOptions:
     # second choice there, where the short reading went wrong ("Sometime this evening after 5:00 p.m." →
     # "So, so." → "So, nach 5:00 Uhr am Abend."); kept only where it is not broken itself
     fragment_retry: bool = True
+    # finished text beginning in lower case ("what type of crust would you like?": a transcript's line that
+    # goes on from the one before, or typing) still left in the source language after the copy retry is
+    # translated once more with its first letter capitalised (casing.first_upper): in lower case the small
+    # model reads it as a fragment and goes on in English ("was kind of crust would you like?"). Only
+    # what would be left broken is tried, so a line translated before is untouched
+    capital_retry: bool = True
     # finished text still left in the source language after the copy retry, written in English all the
     # same (quality.looks_english) or cut to under half (quality.is_fragment), is translated again in two
     # halves cut where a reader would pause
@@ -94,6 +109,8 @@ class TranslatorOptions:
 # The fragment retry's decode may take at most this share of its words from the source (names and numbers
 # aside), unless the fragment took more: German shares a few short words with English ("in", "was", "so").
 FRAGMENT_RETRY_SOURCE_SHARE = 0.25
+# a line the lower-case retry may write as a sentence: it opens with a word of two letters or more in lower case
+_LOWER_WORD = re.compile(r"[a-z][a-z'’-]*[a-z]\b")
 
 
 @dataclass
@@ -266,6 +283,14 @@ class LlamaTranslator:
         source = " ".join(source.encode("utf-8", "replace").decode("utf-8").split())
         if not source:
             return TranslationResult(source, "", [], 0, 0, 0.0)
+        result = self._translate_text(source, draft, final, draft_source)
+        if final and self.options.capital_retry:
+            result = self._steer_from_lower_case(source, result)
+        return result
+
+    def _translate_text(self, source: str, draft: list[int] | None, final: bool,
+                        draft_source: str | None) -> TranslationResult:
+        """:meth:`translate` of ``source`` (non-empty, valid text), before the lower-case retry."""
         # hesitations are not translated ("Um, yeah." reads "Yeah."); a line of nothing else is shown as it is
         # and lower-case typing is read as a transcript writes it (core.translate.casing)
         lang = self.options.source_lang
@@ -366,6 +391,31 @@ class LlamaTranslator:
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
         return result
+
+    def _steer_from_lower_case(self, source: str, first: TranslationResult) -> TranslationResult:
+        """Finished ``source`` opening with a word in lower case (a transcript's line that goes on from the
+        one before, or typing), whose translation ``first`` was left in the source language or written in
+        English (the reader's copy rule, :func:`core.translate.quality.is_copy`, or
+        :func:`core.translate.quality.looks_english`), translated again as a sentence: its first letter
+        capitalised (:func:`core.translate.casing.first_upper`). In lower case the small model reads such a
+        line as a fragment and goes on in English ("what type of crust would you like?" → "was kind of
+        crust would you like?"). The retry replaces ``first`` only where it is not broken, keeps every
+        quotation and number and nearly all names ``first`` kept (:func:`core.translate.quality.keeps_enough`)
+        and takes fewer of the source's words, and adds no quotation (:func:`core.translate.quality.
+        adds_quotation`: the prompt's quoted-speech frame, a speaker made up); either way the result
+        carries both decodes' cost."""
+        spoken = without_hesitations(source, self.options.source_lang)
+        if not (is_copy(source, first.text) or self._english(source, first.text)) or not _LOWER_WORD.match(spoken):
+            return first
+        retry = self._translate_text(first_upper(spoken), None, True, None)
+        seconds, evaluated = first.seconds + retry.seconds, first.evaluated_tokens + retry.evaluated_tokens
+        if (self._broken(source, retry.text) or not keeps_enough(source, first.text, retry.text)
+                or source_share(source, retry.text)[0] >= source_share(source, first.text)[0]
+                or adds_quotation(source, retry.text)):
+            return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
+        logger.info("translation of %r was left in English (%r); as a sentence: %r", source, first.text, retry.text)
+        return dataclasses.replace(retry, source=source, seconds=seconds, evaluated_tokens=evaluated,
+                                   unsteered=first.unsteered or first.text)
 
     def _broken(self, source: str, text: str) -> bool:
         """Left in the source language (names counted, as the copy retry's trigger), written in English
