@@ -134,10 +134,13 @@ def speech_frame(text: str, source: str, target_lang: str) -> bool:
     makes a speaker up ("Ok an XL will be the best choice then." → "„OK“, sagte XL, werde die beste Wahl.",
     "ALright your table for 3 is set …" → "„Wir haben uns für 3 entschieden“, sagte der Chef."). A
     language written without spaces has no word to tell the frame by: never."""
+    from .quality import adds_quotation
+
     example = FEW_SHOT.get(target_lang, ("",) * len(EXAMPLES_EN))[QUOTED_EXAMPLE]
     after = re.split(r"[“”»’\"]", example)[-1]
     verb = re.findall(r"\w+", after)[:1]
-    if not verb or target_lang in UNSPACED_LANGUAGES or re.search(r"[\"“”„«»]|\bsa(?:id|ys|y)\b", source, re.I):
+    if (not verb or target_lang in UNSPACED_LANGUAGES or not adds_quotation(source, text)
+            or re.search(r"\bsa(?:id|ys|y)\b", source, re.I)):
         return False
     return re.search(r"[”»’“\"][\s,—–-]*" + re.escape(verb[0]) + r"\b", text) is not None
 

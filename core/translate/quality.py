@@ -152,9 +152,10 @@ _QUOTE_MARK = re.compile(r"[\"“”„«»]|(?<!\w)[‘']")  # a quotation mark
 
 
 def adds_quotation(source: str, translation: str) -> bool:
-    """``translation`` quotes where ``source`` quotes nothing: the frame of the prompt's quoted-speech
-    example put around a sentence ("sit-down restaurant in San Francisco." → "„Sitzplatzrestaurant in San
-    Francisco“, sagte der Chef."), a speaker made up with it."""
+    """``translation`` holds a quotation where ``source`` has no quotation mark at all: part of the
+    quoted-speech example's frame (:func:`core.translate.prompts.speech_frame`), and the guard of a retry that
+    may take no liberty ("sit-down restaurant in San Francisco." → "„Sitzplatzrestaurant in San Francisco“,
+    sagte der Chef.")."""
     return bool(_QUOTED.search(translation)) and not _QUOTE_MARK.search(source)
 
 
