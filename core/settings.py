@@ -42,7 +42,8 @@ BIAS_SCOPES = ("paper", "final-exact", "holdback-1", "holdback-1+final-exact")
 # ``speakers`` section (speaker labels: on/off, how many to expect) and ``overlay.speaker_style``. Keys added
 # without a version bump (a new key with its default reads an old file unchanged): ``asr.encoder_seconds``,
 # ``asr.speculative_encoder_seconds``, ``translation.partial_share``, the ``hotkeys`` section,
-# ``asr.pause_commit``, ``asr.verify_lookahead_s``, ``asr.cross_check``, ``asr.verify_recheck_s``. Older files load
+# ``asr.pause_commit``, ``asr.verify_lookahead_s``, ``asr.cross_check``, ``asr.verify_recheck_s``,
+# ``asr.verify_whole_sentences``. Older files load
 # unchanged and new keys get defaults, except that a retuned key still at its old default
 # (a file saves every value) takes the new one: see :data:`_RETUNED`.
 
@@ -131,6 +132,13 @@ class ASRSettings:
     # translation comes late in the tail and the CPU rises (`sotto bench meeting`, `sotto bench live`): the
     # user's choice
     verify_recheck_s: float = _setting(0.0, NEXT_START, lo=0.0, hi=8.0)
+    # ... and a line the drafter ended as a sentence where the verifier heard it go on (no . ? ! at its end) is
+    # verified again with the next line (core.asr.verified.VerifyOptions.join_unfinished): committed lines, and
+    # the translations made of them, are whole sentences rather than halves ("Yes, I'd like to" | "book a taxi."),
+    # but those lines are confirmed and translated a line later (on the reading a finished sentence's
+    # translation at p90 3.4 s against 1.5 s, `sotto bench live`; calls within noise, `sotto bench meeting`):
+    # the user's choice
+    verify_whole_sentences: bool = _setting(False, NEXT_START)
     # ... and by the streaming model too, the decode both models find likelier committed
     # (core.asr.verified.VerifiedEngine.cross_check): neither hears every line of a conversation best, but
     # on the calls the gain is within run-to-run noise, and it costs CPU and commits later

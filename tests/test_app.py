@@ -833,7 +833,8 @@ def test_the_recheck_shows_the_setting_off_by_default_and_asks_to_change_it(qtbo
 
 
 def test_cross_checking_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs):
-    """asr.cross_check is on the Models tab while lines are verified, hidden when they are not."""
+    """asr.cross_check and asr.verify_whole_sentences are on the Models tab while lines are verified, hidden
+    when they are not."""
     from app.views.settings_panel import SettingsPanel
     from core.models import ModelStore
     from core.settings import Settings
@@ -847,8 +848,15 @@ def test_cross_checking_shows_the_setting_and_asks_to_change_it(qtbot, app_dirs)
     with qtbot.waitSignal(panel.change_requested) as blocker:
         panel.cross_check.setChecked(True)
     assert blocker.args == ["asr.cross_check", True]
+    # whole sentences (a line the verifier hears going on waits for the next): off by default, beside it
+    assert not panel.whole_sentences.isChecked() and not Settings().asr.verify_whole_sentences
+    assert panel._models_form.isRowVisible(panel.whole_sentences)
+    with qtbot.waitSignal(panel.change_requested) as blocker:
+        panel.whole_sentences.setChecked(True)
+    assert blocker.args == ["asr.verify_whole_sentences", True]
     panel.load(Settings().with_value("asr.verify_lines", False))
     assert not panel._models_form.isRowVisible(panel.cross_check)
+    assert not panel._models_form.isRowVisible(panel.whole_sentences)
 
 
 def test_speed_controls_show_the_settings_and_ask_to_change_them(qtbot, app_dirs):

@@ -307,6 +307,11 @@ class SettingsPanel(QDialog):
                                      "of, and the decode both models find likelier is kept (more CPU)")
         form.addRow("", self.cross_check)
         self.cross_check.toggled.connect(lambda on: self.change_requested.emit("asr.cross_check", on))
+        self.whole_sentences = QCheckBox("Whole sentences: a line the verifier hears going on is confirmed "
+                                         "with the next one, so it is translated as one sentence")
+        form.addRow("", self.whole_sentences)
+        self.whole_sentences.toggled.connect(
+            lambda on: self.change_requested.emit("asr.verify_whole_sentences", on))
         form.addRow("Drafter", self.drafter_model)
         form.addRow("Verifier", self.verifier_model)
         self.draft_threshold = QSlider(Qt.Orientation.Horizontal)
@@ -634,6 +639,8 @@ class SettingsPanel(QDialog):
             form.setRowVisible(self.verify_recheck, not spec and settings.asr.verify_lines)
             self.cross_check.setChecked(settings.asr.cross_check)
             form.setRowVisible(self.cross_check, not spec and settings.asr.verify_lines)
+            self.whole_sentences.setChecked(settings.asr.verify_whole_sentences)
+            form.setRowVisible(self.whole_sentences, not spec and settings.asr.verify_lines)
             for widget in (self.drafter_model, self._draft_row, self.max_draft, self.sparse_tree,
                            self.calibrate, self._spec_note):
                 form.setRowVisible(widget, spec)

@@ -35,10 +35,14 @@ word, the line stays held and is verified again together with the drafter's next
 decode over both lines, with more audio, seldom loops where one did; ``merges``), or alone where no
 line has followed within ``retry_after_s``; where that decode fails the same way, or the stream ends
 first, the drafter's line is committed instead, marked unverified and counted as a fallback. A loop
-after the line's words leaves them verified. Where the decode holds words but none new in the line
-(the words were verified with the line before, or the verifier heard none where the drafter heard
-the line), the line is what the decode before it heard past its own line, up to the drafter's last
-word, where it heard that (``carried``: the two decodes disagreed on where one line ends); else
+after the line's words leaves them verified. A line the drafter ended as a sentence where the verifier's
+words go on (no . ? ! at its end: tiny.en puts a full stop or "..." at a speaker's pause) is held the
+same way and verified together with the next line where ``join_unfinished`` is set, so that a committed
+line, and its translation, is a whole sentence where the verifier hears one. Where the decode holds
+words but none new in the line (the words were verified with the line before, or the verifier heard
+none where the drafter heard the line), the line is what the decode before it heard past its own
+line, up to the drafter's last word, where it heard that (``carried``: the two decodes disagreed on
+where one line ends); else
 nothing is committed for the line (:attr:`LineVerifier.dropped`): that is the verifier's greedy
 output, and committing the drafter's line there commits junk or a line twice.
 
@@ -67,6 +71,7 @@ from ..audio.convert import SAMPLE_RATE
 from ..audio.window import AudioWindow
 from ..errors import Interrupted
 from ..stream import Sentence, TranscriptUpdate, Word
+from ..text import ends_sentence
 from .streaming import StreamingOptions, StreamingTranscriber, collapse_start, degenerate, prompt_from, push_pieces
 
 _SPOKEN = re.compile(r"\w")
@@ -100,6 +105,10 @@ class VerifyOptions:
     max_window_s: float = 28.0  # at most this much audio per verifier decode (Whisper reads 30 s)
     keep_s: float = 45.0  # recent audio kept for verification
     prompt_chars: int = 200  # the verified text before the decoded audio given as its prompt (0: none)
+    # a line the drafter ended as a sentence, which the verifier heard go on (no . ? ! at its end), is verified
+    # again together with the next line, so that a committed line (and its translation) is a whole sentence;
+    # off by default: such lines are confirmed a line later (asr.verify_whole_sentences)
+    join_unfinished: bool = False
 
 
 @dataclass
@@ -119,6 +128,7 @@ class VerifiedLine:
     drafted_start: float = 0.0  # ... and where it began
     model: str = ""  # the engine whose greedy decode the line is (VerifiedEngine.cross_check: either model)
     first: list[Word] = field(default_factory=list)  # a rechecked line: its words in the decode before the recheck
+    merged: bool = False  # two drafter lines verified as one (a loop, no words, or a sentence heard going on)
 
 
 def word_key(text: str) -> str:
@@ -353,7 +363,7 @@ class LineVerifier:
         self.lines: list[VerifiedLine] = []
         self.dropped: list[VerifiedLine] = []  # drafter's lines the verifier heard nothing new in (none committed)
         self.fallbacks = 0
-        self.merges = 0  # lines whose decode looped or held no words, verified again with the next line
+        self.merges = 0  # lines verified again with the next one (a loop, no words, or a sentence that goes on)
         self.carried = 0  # lines the verifier heard in the decode before theirs (see _carried)
         self.rechecks = 0  # lines decoded again later, their first decode having other words than the drafter's
         self.unverified = 0  # lines committed as the drafter heard them (Stop, a verifier failure, a fallback)
@@ -556,7 +566,8 @@ class LineVerifier:
             line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
         record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
                               drafted_end=s.end, drafted_start=s.start, model=hypothesis.model,
-                              first=unrepeat(pending.first.words[slice(*pending.first.kept)]) if pending.first else [])
+                              first=unrepeat(pending.first.words[slice(*pending.first.kept)]) if pending.first else [],
+                              merged=pending.merged)
         if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
@@ -579,6 +590,10 @@ class LineVerifier:
             logger.info("verifier gave %r for the line %r; keeping the drafter's", hypothesis.text[:80], s.text)
             sentence = self._as_drafted(pending)
         else:
+            if may_merge and self._goes_on(pending, line):
+                logger.info("the verifier heard the line %r go on (%r); verifying it again with the next line",
+                            s.text, "".join(w.text for w in line).strip()[-40:])
+                return _MERGE
             if may_recheck and self._rechecks(pending, line):
                 pending.first = record
                 return _RECHECK
@@ -586,6 +601,14 @@ class LineVerifier:
         record.sentence = sentence
         self.lines.append(record)
         return sentence
+
+    def _goes_on(self, pending: _Pending, line: list[Word]) -> bool:
+        """Whether the line is to be verified again with the next one: the drafter ended a sentence
+        where the verifier heard it go on (tiny.en puts a full stop or "..." at a speaker's pause; a
+        line "Yes, I'd like to" committed alone, and "book a taxi." after it, are each translated as a
+        fragment)."""
+        return (self.verify_options.join_unfinished and ends_sentence(pending.sentence.text)
+                and not ends_sentence(line[-1].text))
 
     def _rechecks(self, pending: _Pending, line: list[Word]) -> bool:
         """Whether the line is to wait for its recheck: its decode heard other words than the drafter

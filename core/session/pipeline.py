@@ -207,7 +207,8 @@ class CaptionPipeline:
         audio, "me": microphone}``), until they end or :meth:`stop`; returns the summary."""
         options = streaming_options(self.settings)
         verify = VerifyOptions(lookahead_s=self.settings.asr.verify_lookahead_s,
-                               recheck_s=self.settings.asr.verify_recheck_s)
+                               recheck_s=self.settings.asr.verify_recheck_s,
+                               join_unfinished=self.settings.asr.verify_whole_sentences)
         self.streams = [AudioStream(speaker, source, make_transcriber(self.asr_engine, options, verify,
                                                                       on_problem=self._on_verifier_problem))
                         for speaker, source in sources.items()]
