@@ -42,9 +42,8 @@ line, and its translation, is a whole sentence where the verifier hears one. Whe
 words but none new in the line (the words were verified with the line before, or the verifier heard
 none where the drafter heard the line), the line is what the decode before it heard past its own
 line, up to the drafter's last word, where it heard that (``carried``: the two decodes disagreed on
-where one line ends); else
-nothing is committed for the line (:attr:`LineVerifier.dropped`): that is the verifier's greedy
-output, and committing the drafter's line there commits junk or a line twice.
+where one line ends); else nothing is committed for the line (:attr:`LineVerifier.dropped`): that is
+the verifier's greedy output, and committing the drafter's line there commits junk or a line twice.
 
 Nothing the drafter finished is lost: a line leaves the held ones only when it is committed or
 dropped. A quick Stop (:meth:`LineVerifier.abort`) never waits for the verifier: the lines still
