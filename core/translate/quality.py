@@ -100,7 +100,7 @@ def numbers_in(text: str) -> set[str]:
     return set(re.findall(r"\d+", text))
 
 
-def _afternoon(source: str) -> dict[str, str]:
+def afternoon_hours(source: str) -> dict[str, str]:
     """The hours of ``source`` written with p.m., each with its 24-hour number ("3 p.m." → "15 Uhr")."""
     return {m.group(1): str(int(m.group(1)) + 12) for m in _PM.finditer(source) if int(m.group(1)) < 12}
 
@@ -115,7 +115,7 @@ def keeps_numbers(source: str, before: str, after: str) -> bool:
     capitalised word is not always a name."""
     have = numbers_in(after)
     missing = numbers_in(source) & numbers_in(before) - have
-    afternoon = _afternoon(source) if missing else {}
+    afternoon = afternoon_hours(source) if missing else {}
     return all(afternoon.get(n) in have for n in missing)
 
 

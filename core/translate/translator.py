@@ -31,6 +31,7 @@ from .hesitations import without_hesitations
 from .llama_runner import LlamaRunner
 from .loops import has_repeated_phrase, word_key
 from .markers import markers_alone, split_markers, split_tail, with_markers, with_tail
+from .numbers import invented_numbers, invented_start
 from .prompting import Prompter
 from .prompts import borrowed_example, needs_no_translation
 from .quality import (
@@ -87,6 +88,11 @@ class TranslatorOptions:
     # model reads it as a fragment and goes on in English ("was kind of crust would you like?"). Only
     # what would be left broken is tried, so a line translated before is untouched
     capital_retry: bool = True
+    # a finished translation that writes a number its source never says (core.translate.numbers: a year for
+    # "A few years ago", "3000" for "300") is decoded again once, greedily, with the token where the made-up
+    # number leaves the source's numbers banned there; kept only where it is not broken, keeps what the
+    # first kept and makes up no number
+    number_retry: bool = True
     # finished text still left in the source language after the copy retry, written in English all the
     # same (quality.looks_english) or cut to under half (quality.is_fragment), is translated again in two
     # halves cut where a reader would pause
@@ -388,6 +394,8 @@ class LlamaTranslator:
             result = self._steer_from_copy(source, result, final)
         if steer and opts.fragment_retry and is_fragment(source, result.text, opts.target_lang):
             result = self._steer_from_fragment(source, result, final)
+        if steer and opts.number_retry and invented_numbers(source, result.text):
+            result = self._steer_from_number(source, result, final)
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
         return result
@@ -519,6 +527,28 @@ class LlamaTranslator:
                 or source_share(source, result.text)[0] > english):
             return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
         logger.info("translation of %r was a fragment (%r); decoded again: %r", source, first.text, result.text)
+        return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated,
+                                   unsteered=first.unsteered or first.text)
+
+    def _steer_from_number(self, source: str, first: TranslationResult, final: bool) -> TranslationResult:
+        """The number retry: ``first``, which writes a number ``source`` never says
+        (:func:`core.translate.numbers.invented_numbers`), decoded again, greedily, with the token where that
+        number leaves the source's numbers (:func:`core.translate.numbers.invented_start`) banned where it
+        was written. The retry is the translation where it is not broken (:meth:`_broken`), keeps the
+        numbers, quotations and names ``first`` kept (:func:`core.translate.quality.keeps_enough`), adds no
+        quotation and makes up no number; else ``first`` stays. Either way the result carries both
+        decodes' cost."""
+        at = invented_start([self.runner.piece_of(t) for t in first.tokens], source)
+        if at is None:
+            return first
+        result = self._translate(source, None, final, 0, banned={at: {first.tokens[at]}})
+        seconds = first.seconds + result.seconds
+        evaluated = first.evaluated_tokens + result.evaluated_tokens
+        if (self._broken(source, result.text) or not keeps_enough(source, first.text, result.text)
+                or adds_quotation(source, result.text)
+                or invented_numbers(source, result.text)):
+            return dataclasses.replace(first, seconds=seconds, evaluated_tokens=evaluated)
+        logger.info("translation of %r made up a number (%r); decoded again: %r", source, first.text, result.text)
         return dataclasses.replace(result, seconds=seconds, evaluated_tokens=evaluated,
                                    unsteered=first.unsteered or first.text)
 
