@@ -88,7 +88,7 @@ class TranslatorOptions:
     # model reads it as a fragment and goes on in English ("was kind of crust would you like?"). Only
     # what would be left broken is tried, so a line translated before is untouched
     capital_retry: bool = True
-    # a finished translation that writes a number its source never says (core.translate.numbers: a year for
+    # a finished translation of English that writes a number its source never says (core.translate.numbers: a year for
     # "A few years ago", "3000" for "300") is decoded again once, greedily, with the token where the made-up
     # number leaves the source's numbers banned there; kept only where it is not broken, keeps what the
     # first kept and makes up no number
@@ -394,7 +394,8 @@ class LlamaTranslator:
             result = self._steer_from_copy(source, result, final)
         if steer and opts.fragment_retry and is_fragment(source, result.text, opts.target_lang):
             result = self._steer_from_fragment(source, result, final)
-        if steer and opts.number_retry and invented_numbers(source, result.text):
+        # the number words it knows are English ones: from another language "cinco" → "5" would look made up
+        if steer and opts.number_retry and opts.source_lang == "en" and invented_numbers(source, result.text):
             result = self._steer_from_number(source, result, final)
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
