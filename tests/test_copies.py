@@ -266,7 +266,7 @@ def test_a_number_the_source_never_says_is_told():
     assert invented_start(["Es", " ist", " ", "2", ":", "3", "0"], "It is 2.30.") is None
 
 
-# TED tst2016 (tune split) and a time: the bundled model wrote a year, and an hour for "midnight"
+# TED tst2016 (tune split): the bundled model wrote a year for "A few years ago" ("1998, Ich habe mich …")
 MADE_UP_NUMBER = ("A few years ago, I broke into my own house.",)
 
 

@@ -69,11 +69,11 @@ def invented_start(pieces: list[str], source: str) -> int | None:
     from the source's number the digit after it ("300" → "3000": the last "0"). ``None`` where no
     number is made up."""
     text = "".join(pieces)
+    made_up = set(invented_numbers(source, text))
     said = numbers_said(source)
-    joined = {a + b for a in said for b in said}
     for match in re.finditer(r"\d+", text):
         number = match.group()
-        if number in said or number in joined:
+        if number not in made_up:
             continue
         kept = max((k for k in range(len(number)) if any(s.startswith(number[:k]) for s in said)), default=0)
         offset, end = match.start() + kept, 0
