@@ -480,7 +480,7 @@ def run_live(recording: Recording, settings, asr, translator, realtime: bool) ->
             "committed": None if id(x) in gone else x.sentence.text, "fallback": x.fallback,
             "decoded_s": [round(x.start, 2), round(x.end, 2)], "kept": list(x.kept),
             "first": " ".join(f"{w.text.strip()}@{w.probability:.2f}" for w in getattr(x, "first", [])),
-            "words": " ".join(f"{w.text.strip()}@{w.start:.2f}" for w in x.words)}
+            "words": " ".join(f"{w.text.strip()}@{w.start:.2f}-{w.end:.2f}" for w in x.words)}
            for x in sorted(verified + dropped, key=lambda x: x.end)] if verified is not None else []
     trace = LiveTrace(normalise(committed), [(normalise(t), d) for t, d in drafter],
                       speech_segments(events, audio_s), [t for words in decodes for t in timed_tokens(words)],

@@ -114,7 +114,7 @@ def test_a_sentence_the_verifier_hears_going_on_is_committed_with_the_next_line(
     path = DATA / "spokenwoz_SNG0480.flac"
     if not path.exists():
         pytest.skip(f"needs the gathered conversation {path} (python -m bench.gather makes it)")
-    from core.asr.verified import VerifyOptions, make_transcriber, unrepeat
+    from core.asr.verified import VerifyOptions, kept_words, make_transcriber
     from core.audio import decode_file
     from core.session.engines import streaming_options
     from core.settings import Settings
@@ -136,7 +136,8 @@ def test_a_sentence_the_verifier_hears_going_on_is_committed_with_the_next_line(
     assert joined, [(r.drafted, r.sentence.text) for r in records]
     for r in joined:
         first, last = r.kept
-        assert r.sentence.text == "".join(w.text for w in unrepeat(list(r.words[first:last]))).strip()
+        assert r.sentence.text == "".join(w.text for w in kept_words(r)).strip()
+        assert all(first <= k < last for k in r.left_out)  # a squashed copy inside the run, left out
         clip = audio[int(round(r.start * 16000)):int(round(r.end * 16000))]
         again = verified_engine.verifier.transcribe(clip, r.prompt, "en")
         assert [w.text for w in again.words] == [w.text for w in r.words], r

@@ -63,7 +63,7 @@ def test_a_texts_log_probs_are_read_from_that_audios_encoding(store, shared):
 @pytest.mark.slow
 def test_both_models_win_lines_and_each_line_is_its_models_greedy_output(store, shared):
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import VerifiedEngine, make_transcriber, unrepeat
+    from core.asr.verified import VerifiedEngine, kept_words, make_transcriber
     from core.audio import decode_file
     from core.session.engines import streaming_options
     from core.settings import Settings
@@ -92,7 +92,8 @@ def test_both_models_win_lines_and_each_line_is_its_models_greedy_output(store, 
         redo = [w.shifted(line.start) for w in again[line.model].transcribe(clip, line.prompt, "en").words]
         assert [w.text for w in redo] == [w.text for w in line.words], line
         first, last = line.kept
-        assert line.sentence.text == "".join(w.text for w in unrepeat(list(line.words[first:last]))).strip()
+        assert line.sentence.text == "".join(w.text for w in kept_words(line)).strip()
+        assert all(first <= k < last for k in line.left_out)  # a squashed copy inside the run, left out
         assert line.sentence.verified
 
 

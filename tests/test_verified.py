@@ -56,7 +56,7 @@ def sonnet(verified_engine, shared):
 
 def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(acoustic, store):
     from core.asr import FasterWhisperEngine
-    from core.asr.verified import unrepeat
+    from core.asr.verified import kept_words
 
     audio, transcriber, updates = acoustic
     sentences = [s for u in updates for s in u.sentences]
@@ -73,7 +73,8 @@ def test_each_committed_line_is_a_run_of_the_verifiers_greedy_words(acoustic, st
         words = [w.shifted(line.start) for w in redo.words]
         assert [w.text for w in words] == [w.text for w in line.words], line
         first, last = line.kept
-        assert line.sentence.text == "".join(w.text for w in unrepeat(list(line.words[first:last]))).strip()
+        assert line.sentence.text == "".join(w.text for w in kept_words(line)).strip()
+        assert all(first <= k < last for k in line.left_out)  # a squashed copy inside the run, left out
         checked += 1
     assert checked >= 4, checked
     assert transcriber.fallbacks <= 1
@@ -406,6 +407,38 @@ def test_a_phrase_said_again_squashed_into_the_windows_end_is_not_committed():
     # no repeat at the end: nothing to drop
     assert squashed_echo(of_course[:3], "Of course.") == 0
     assert squashed_echo([], "") == 0
+
+
+def test_a_phrase_said_early_squashed_before_the_phrase_as_said_is_committed_once():
+    """Whisper may say a phrase early, squashed, and then again where it was said. Seen at 0.4 s
+    chunks in a tune call (SNG1640, fast mode, Zen 4): the line the drafter heard as "Okay." was
+    committed as "Okay, one more thing. Okay," (its decode's words below; the drafter's last word
+    matched the second "Okay,") and the next line committed "one more thing." again; the line before
+    committed "It's very reasonable. Very reasonable." where the call says "very reasonable" once."""
+    from core.asr.verified import VerifyOptions, select_spoken, squashed_copy
+
+    def ws(*spans):
+        return [Word(a, b, " " + t) for a, b, t in spans]
+
+    okay = ws((56.56, 56.96, "Okay,"), (56.96, 56.96, "one"), (56.96, 56.96, "more"), (56.96, 56.96, "thing."),
+              (57.86, 58.26, "Okay,"), (58.70, 58.80, "one"), (58.80, 58.98, "more"), (58.98, 59.18, "thing."))
+    verified = ws((55.16, 55.62, "Very"), (55.62, 55.98, "reasonable."))
+    assert squashed_copy(okay, "Okay.") == (0, 4)
+    first, last, left_out = select_spoken(okay, verified, 55.98, "Okay.", "okay", 58.26, VerifyOptions())
+    assert (first, last, left_out) == (4, 5, ())  # "Okay,": the next line's "one more thing." is new
+    reasonable = ws((53.30, 53.62, "It's"), (53.62, 53.88, "free."), (54.12, 54.26, "It's"),
+                    (54.26, 54.26, "very"), (54.26, 54.26, "reasonable."), (55.16, 55.62, "Very"),
+                    (55.62, 55.98, "reasonable."))
+    before = ws((53.44, 53.62, "That's"), (53.62, 54.06, "reasonable."))
+    first, last, left_out = select_spoken(reasonable, before, 54.06, "Very reasonable.", "reasonable", 56.16,
+                                          VerifyOptions())
+    kept = [w.text.strip() for k, w in enumerate(reasonable[first:last], first) if k not in left_out]
+    assert kept == ["It's", "Very", "reasonable."] and left_out == (3, 4)
+    # said twice at its own pace, or heard twice by the drafter: no copy
+    bye = ws((98.46, 99.00, "Bye"), (99.02, 99.50, "bye."), (99.62, 100.10, "Bye"), (100.12, 100.60, "bye."))
+    assert squashed_copy(bye, "Bye bye.") is None
+    assert squashed_copy(okay, "Okay, one more thing. Okay, one more thing.") is None
+    assert squashed_copy(okay[4:], "Okay, one more thing.") is None
 
 
 def test_a_line_the_decode_before_heard_past_its_own_line_is_carried():

@@ -7,9 +7,10 @@ of audio after its end has arrived (and, where ``min_window_s`` is set, its deco
 much); then the *verifier* (a larger Whisper) decodes once, greedily, the audio from up to
 ``context_s`` before the line (never back over a pause, and after the last verified line's cut) to
 what has arrived, with the verified text before it as its prompt. The verifier's words that follow
-the already verified ones, up to the one that matches the drafter's last word of the line (a last
-phrase said again, squashed into the decode's end, left out: :func:`squashed_echo`), are the
-line that is committed, journalled, exported and translated. Until then the drafter's line is on
+the already verified ones, up to the one that matches the drafter's last word of the line (a
+phrase said again, squashed into the decode's end or right before the phrase as said, left out:
+:func:`squashed_echo`, :func:`squashed_copy`), are the line that is committed, journalled,
+exported and translated. Until then the drafter's line is on
 screen as a line of its own (``TranscriptUpdate.held``), and a changed line is replaced once, in
 place, when it is verified: the partial line under it does not move.
 
@@ -26,8 +27,9 @@ drafter decodes at the next step with the new audio of both. The figures behind 
 `sotto bench verified`'s and `sotto bench live`'s (docs/BENCHMARKS.md).
 
 What is promised: every line committed as verified (``Sentence.verified``) is a contiguous run of
-the verifier's own greedy words for the audio it decoded and the prompt it was given
-(:class:`VerifiedLine` keeps both, so a test decodes them again). Where lines are cross-checked
+the verifier's own greedy words for the audio it decoded and the prompt it was given, less a phrase
+it said twice at once (a loop, or a squashed copy: :func:`kept_words`; :class:`VerifiedLine` keeps
+the audio and prompt, so a test decodes them again). Where lines are cross-checked
 (:class:`VerifiedEngine` ``cross_check``), the window's decode is the greedy output of whichever of the
 two models wins it (``VerifiedLine.model``), and the promise holds for that model. Where the verifier's decode holds
 no words at all, or falls into a loop (dashes, dots, a phrase over and over) before the line's last
@@ -120,7 +122,8 @@ class VerifiedLine:
     end: float
     prompt: str
     words: list[Word] = field(default_factory=list)  # every word of that decode (stream seconds)
-    kept: tuple[int, int] = (0, 0)  # words[kept[0]:kept[1]] are the line
+    kept: tuple[int, int] = (0, 0)  # words[kept[0]:kept[1]] are the line (less left_out, less a loop: kept_words)
+    left_out: tuple[int, ...] = ()  # indices in that range of a phrase said again squashed (squashed_copy)
     fallback: bool = False  # the drafter's line was committed (degenerate or empty decode)
     seconds: float = 0.0  # the verifier's decode time
     drafted_end: float = 0.0  # where the drafter's line ended (stream seconds)
@@ -304,6 +307,52 @@ def squashed_echo(line: list[Word], drafted: str) -> int:
         if copy[-1].end - copy[0].start < 0.5 * (said[-1].end - said[0].start):
             return n
     return 0
+
+
+def squashed_copy(words: list[Word], drafted: str) -> tuple[int, int] | None:
+    """Where a decode's words (``words``) hold a phrase of two to six words squashed into less than half
+    the time of the same phrase said right after it, where the drafter (``drafted``, its text of the
+    line) did not hear it twice: ``(start, length)`` of the squashed copy, the first such, or None.
+    Whisper says a phrase early, its words at one instant, and then again where it was said (SNG1640:
+    "Okay, one more thing." in 0.4 s at 56.56 s, then in 1.3 s from 57.86 s where it was said; "very
+    reasonable." at one instant, then in 0.8 s). Left in, the line commits the phrase twice, or ends at
+    the copy's word that matches the drafter's last and the next line says the phrase again. The copy
+    after its phrase, at a decode's end, is :func:`squashed_echo`'s."""
+    keys = [word_key(w.text) for w in words]
+    drafted_keys = [k for k in (word_key(t) for t in drafted.split()) if k]
+    for i in range(len(words)):
+        for n in range(min(6, (len(words) - i) // 2), 1, -1):
+            twice = keys[i:i + 2 * n]
+            if keys[i:i + n] != keys[i + n:i + 2 * n] or not all(twice):
+                continue
+            if any(drafted_keys[k:k + 2 * n] == twice for k in range(len(drafted_keys) - 2 * n + 1)):
+                continue
+            copy, said = words[i:i + n], words[i + n:i + 2 * n]
+            if copy[-1].end - copy[0].start < 0.5 * (said[-1].end - said[0].start):
+                return i, n
+    return None
+
+
+def select_spoken(words: list[Word], verified: list[Word], after: float, drafted: str, drafted_last: str,
+                  line_end: float, options: VerifyOptions) -> tuple[int, int, tuple[int, ...]]:
+    """:func:`select_line` over a decode's spoken ``words`` with a squashed copy of a phrase said right
+    after it (:func:`squashed_copy`) not in view: ``(first, last, left_out)``, indices in ``words``,
+    ``left_out`` the copy's where the line holds it."""
+    copy = squashed_copy(words, drafted)
+    if copy is None:
+        return *select_line(words, verified, after, drafted_last, line_end, options), ()
+    i, n = copy
+    first, last = select_line(words[:i] + words[i + n:], verified, after, drafted_last, line_end, options)
+    first = first if first < i else first + n
+    last = last if last <= i else last + n
+    return first, last, tuple(range(i, i + n)) if first < i < last else ()
+
+
+def kept_words(line: VerifiedLine) -> list[Word]:
+    """The words of a verified line's decode that make the line: its kept range, less the squashed copy
+    left out and less a phrase repeated at once (:func:`unrepeat`)."""
+    first, last = line.kept
+    return unrepeat([w for k, w in enumerate(line.words[first:last], first) if k not in line.left_out])
 
 
 def unrepeat(words: list[Word]) -> list[Word]:
@@ -557,16 +606,17 @@ class LineVerifier:
         # a copy of the decode's last words squashed into its end is not speech: it is left out before the
         # line is chosen (the drafter's last word, said again in it, would otherwise end the line there)
         spoken = len(heard) - squashed_echo(heard, s.text)
-        first, last = select_line(heard[:spoken], self._verified_words, after, pending.drafted_last, s.end, opts)
-        line = unrepeat(list(words[first:last]))
+        # ... and so is a phrase said early, squashed, right before the words as said
+        first, last, left_out = select_spoken(heard[:spoken], self._verified_words, after, s.text,
+                                              pending.drafted_last, s.end, opts)
+        line = unrepeat([w for k, w in enumerate(words[first:last], first) if k not in left_out])
         # where the decode stops being speech right after the line, the line is heard whole only if it
         # ends with the drafter's last word
         cut_short = collapsed and last >= len(heard) and not (
             line and difflib.SequenceMatcher(None, word_key(line[-1].text), pending.drafted_last).ratio() >= 0.7)
-        record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), seconds=seconds,
-                              drafted_end=s.end, drafted_start=s.start, model=hypothesis.model,
-                              first=unrepeat(pending.first.words[slice(*pending.first.kept)]) if pending.first else [],
-                              merged=pending.merged)
+        record = VerifiedLine(s, s.text, start, end, prompt, words, (first, last), left_out=left_out,
+                              seconds=seconds, drafted_end=s.end, drafted_start=s.start, model=hypothesis.model,
+                              first=kept_words(pending.first) if pending.first else [], merged=pending.merged)
         if not line and not looped and (not collapsed or heard_past) and words:
             # the verifier heard nothing new here: this line's words were verified with the line before,
             # or it heard no words where the drafter heard this line
