@@ -691,6 +691,7 @@ def bench_finished(translator, heldout: bool, n: int, log, sets: str | None = No
     (case aside), the others left out."""
     import sacrebleu
 
+    from core.translate.numbers import invented_numbers
     from core.translate.quality import is_fragment
 
     rows = []
@@ -710,16 +711,18 @@ def bench_finished(translator, heldout: bool, n: int, log, sets: str | None = No
         shown = [r.text for r in results]
         for label, out in (("first decode", first), ("shown", shown)):
             counts = broken(src, out, "de")
+            numbers = [[s, t] for s, t in zip(src, out, strict=True) if invented_numbers(s, t)]
             rows.append({"set": name, "split": split, "sentences": len(src), "output": label,
                          "chrf": round(sacrebleu.corpus_chrf(out, [ref]).score, 2),
                          "bleu": round(sacrebleu.corpus_bleu(out, [ref]).score, 2), **counts,
+                         "made_up_numbers": len(numbers), "numbered": numbers,
                          "copy_share": round(counts["copies"] / max(len(src), 1), 4),
                          "retried": sum(r.unsteered is not None for r in results),
                          "seconds_per_sentence": round(seconds, 3) if label == "shown" else None,
                          "copied": [[s, t] for s, t in zip(src, out, strict=True) if copied(s, t)],
                          "fragmented": [[s, t] for s, t in zip(src, out, strict=True) if is_fragment(s, t, "de")]})
             log(f"{name} ({split}), {label}: chrF {rows[-1]['chrf']}, copies {counts['copies']}, fragments "
-                f"{counts['fragments']}, loops {counts['phrase_loops']}")
+                f"{counts['fragments']}, loops {counts['phrase_loops']}, made-up numbers {len(numbers)}")
     return rows
 
 
@@ -735,14 +738,17 @@ def finished_markdown(result: dict, command: str) -> str:
              "cell: the first decode (all the app showed before the copy retry and the halves) → what is shown now. "
              "Copies: "
              "mostly the source's words; fragments: under half the sentence; loops: a phrase said twice "
-             "(core/translate/quality.py); retried: sentences the copy retry or the halves changed; seconds: model "
-             "time per "
-             "sentence, retries included.", "",
-             "| set | split | sentences | copies | fragments | loops | chrF | BLEU | retried | s per sentence |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(core/translate/quality.py); numbers: sentences with a number the source never says "
+             "(core/translate/numbers.py); retried: sentences the copy retry, the number retry or the halves changed; "
+             "seconds: model time per sentence, retries included."
+             + ("" if result.get("number_retry", True) else " The number retry off (`--no-number-retry`)."), "",
+             "| set | split | sentences | copies | fragments | loops | numbers | chrF | BLEU | retried "
+             "| s per sentence |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = result["finished"]
     for first, shown in zip(rows[::2], rows[1::2], strict=True):
-        cells = [f"{first[k]} → {shown[k]}" for k in ("copies", "fragments", "phrase_loops", "chrf", "bleu")]
+        cells = [f"{first.get(k, '–')} → {shown.get(k, '–')}"
+                 for k in ("copies", "fragments", "phrase_loops", "made_up_numbers", "chrf", "bleu")]
         lines.append(f"| {shown['set']} | {shown['split']} | {shown['sentences']} | {' | '.join(cells)} | "
                      f"{shown['retried']} | {shown['seconds_per_sentence']} |")
     lines.append(end)
@@ -779,6 +785,8 @@ def main_finished(args) -> int:
         translator.options.copy_retries = args.copy_retries
     if args.no_phrases:  # as before the set phrases were read off (the markers still are)
         translator.options.phrases = False
+    if args.no_number_retry:  # as before the number retry
+        translator.options.number_retry = False
     if args.whole_lines:  # as before lines were cut into sentences
         translator.options.sentence_by_sentence = False
     try:
@@ -786,7 +794,7 @@ def main_finished(args) -> int:
         rows = bench_finished(translator, args.heldout, args.sentences or 100, log, args.sets)
         result = {"date": time.strftime("%Y-%m-%d"), "machine": describe(), "model": args.model,
                   "heldout": args.heldout, "copy_retries": translator.options.copy_retries,
-                  "phrases": translator.options.phrases,
+                  "phrases": translator.options.phrases, "number_retry": translator.options.number_retry,
                   "sentence_by_sentence": translator.options.sentence_by_sentence, "finished": rows}
     finally:
         translator.close()
@@ -794,6 +802,7 @@ def main_finished(args) -> int:
                + (f" --sentences {args.sentences}" if args.sentences else "")
                + (f" --copy-retries {args.copy_retries}" if args.copy_retries is not None else "")
                + (f" --sets {args.sets}" if args.sets else "") + (" --no-phrases" if args.no_phrases else "")
+               + (" --no-number-retry" if args.no_number_retry else "")
                + (" --whole-lines" if args.whole_lines else "")
                + ("" if args.model == "gemma-3-270m" else f" --model {args.model}") + " --write-docs")
     block = finished_markdown(result, command)
@@ -1159,6 +1168,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-phrases", action="store_true",
                         help="with --finished: set phrases not read off (core.translate.translator.TranslatorOptions."
                              "phrases), as before the phrasebook")
+    parser.add_argument("--no-number-retry", action="store_true",
+                        help="with --finished: a finished translation with a number its source never says not "
+                             "decoded again (core.translate.translator.TranslatorOptions.number_retry), as before "
+                             "the number retry")
     parser.add_argument("--whole-lines", action="store_true",
                         help="with --finished: a line of several sentences translated whole, not sentence by "
                              "sentence (core.translate.translator.TranslatorOptions.sentence_by_sentence)")

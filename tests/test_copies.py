@@ -259,6 +259,9 @@ def test_a_number_the_source_never_says_is_told():
                                 ("It costs 1,000 dollars.", "Es kostet 1000 Dollar."), ("It is 2.30.", "Es ist 2:30."),
                                 ("the nineties", "die 90er"), ("a dozen eggs", "12 Eier")):
         assert invented_numbers(source, translation) == [], (source, translation)
+    # the number words known are English ones: from Spanish "cinco" → "5" is no number made up
+    assert invented_numbers("Vinieron cinco personas.", "5 Personen kamen.", "es") == []
+    assert invented_numbers("Vinieron cinco personas.", "5 Personen kamen.") == ["5"]
     # where to ban: the space token that opens a number of its own (Gemma writes digits one by one, so a
     # digit banned gives another number); the digit where a number runs on from the source's
     assert invented_start([" ", "1", "9", "9", "8", ",", " Ich"], "A few years ago,") == 0

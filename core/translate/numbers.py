@@ -51,12 +51,16 @@ def numbers_said(source: str) -> set[str]:
     return said
 
 
-def invented_numbers(source: str, translation: str) -> list[str]:
+def invented_numbers(source: str, translation: str, source_lang: str = "en") -> list[str]:
     """The numbers of ``translation`` that ``source`` never says, in digits or in words
     (:func:`numbers_said`), in the order they are written: the small model makes up a year for "A few
     years ago" ("1998, Ich habe …"), an hour for "midnight" ("um 11:00"), a list for "TBC" ("2019,
     2020, …") or a digit more ("300" → "3000"). Where it also says every number of the source, a number
-    of the source's run together with another is not counted ("1,000" written "1000")."""
+    of the source's run together with another is not counted ("1,000" written "1000"). None for a
+    source in another language than English (``source_lang``): the number words known are English
+    ones, and "cinco" → "5" is no number made up."""
+    if source_lang != "en":
+        return []
     said = numbers_said(source)
     joined = {a + b for a in said for b in said}
     return [n for n in re.findall(r"\d+", translation) if n not in said and n not in joined]

@@ -394,8 +394,7 @@ class LlamaTranslator:
             result = self._steer_from_copy(source, result, final)
         if steer and opts.fragment_retry and is_fragment(source, result.text, opts.target_lang):
             result = self._steer_from_fragment(source, result, final)
-        # the number words it knows are English ones: from another language "cinco" → "5" would look made up
-        if steer and opts.number_retry and opts.source_lang == "en" and invented_numbers(source, result.text):
+        if steer and opts.number_retry and invented_numbers(source, result.text, opts.source_lang):
             result = self._steer_from_number(source, result, final)
         if steer and depth < opts.split_broken and self._broken(source, result.text):
             result = self._translate_halves(source, result, final, depth)
