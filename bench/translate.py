@@ -747,7 +747,7 @@ def finished_markdown(result: dict, command: str) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = result["finished"]
     for first, shown in zip(rows[::2], rows[1::2], strict=True):
-        cells = [f"{first.get(k, '–')} → {shown.get(k, '–')}"
+        cells = [f"{first[k]} → {shown[k]}"
                  for k in ("copies", "fragments", "phrase_loops", "made_up_numbers", "chrf", "bleu")]
         lines.append(f"| {shown['set']} | {shown['split']} | {shown['sentences']} | {' | '.join(cells)} | "
                      f"{shown['retried']} | {shown['seconds_per_sentence']} |")

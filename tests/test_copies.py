@@ -312,8 +312,15 @@ def test_bench_translate_finished_counts_the_first_decode_and_what_is_shown(tran
     # NTREX's first line ("Welsh AMs worried about 'looking like muppets'") was left in English
     assert ntrex_first["copies"] >= 1 and ntrex_shown["copies"] < ntrex_first["copies"]
     assert ntrex_shown["retried"] >= 1 and all(r["sentences"] == 4 for r in rows)
+    # the numbers column: the sentences shown with a number their source never says, each one listed
+    from core.translate.numbers import invented_numbers
+
+    for r in rows:
+        assert r["made_up_numbers"] == len(r["numbered"])
+        assert all(invented_numbers(s, t) for s, t in r["numbered"])
     table = finished_markdown({"date": "today", "machine": "here", "model": "m", "finished": rows}, "cmd")
     assert table.count("\n| NTREX-128 | news | 4 | ") == 1
+    assert "| loops | numbers | chrF |" in table
 
 
 # lines of real calls (SpokenWOZ, as the live path committed them) that came back in English after the copy
