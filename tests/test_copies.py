@@ -211,6 +211,27 @@ def test_a_hesitation_is_not_translated(translator_de):
     assert _translate(translator_de, "Hmm.") == "Hmm."  # nothing else said: shown as it is
 
 
+# names a caller spelled letter by letter (BConTrasT chat, tune split); asked to translate them, the bundled
+# model wrote "1." and "1999 So schön ist es, wenn man sich in der Sonne sieht."
+SPELLED = ("j e f f.", "j o h n s m i p h.")
+
+
+def test_a_spelled_name_is_shown_as_it_is(translator_de):
+    for said in SPELLED:
+        assert _translate(translator_de, said) == said
+    # inside a sentence the letters are kept aside like a name: not a copy for keeping them
+    assert not is_copy("my name is j e f f.", "Mein Name ist j e f f.")
+    assert is_copy("my name is j e f f.", "my name is j e f f.")
+
+
+def test_what_is_spelled_out():
+    from core.translate.quality import spelled_out
+
+    assert all(spelled_out(t) for t in (*SPELLED, "J-O-H-N.", "a b 4 2 7"))
+    # a letter or two, a number read out, a word of one letter in a sentence: not spelling
+    assert not any(spelled_out(t) for t in ("A.", "A B.", "0 4 2 7", "I think so.", "my name is j e f f."))
+
+
 def test_a_name_and_a_number_are_kept(translator_de):
     for sentence, kept in NAMES_AND_NUMBERS:
         before = _translate(translator_de, sentence, copy_retries=0)

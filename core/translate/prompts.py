@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..text import UNSPACED_LANGUAGES, language_name
+from .quality import spelled_out
 
 # Four short example pairs per target language, for base (non-instruct) models; the last one is
 # quoted speech, which the bundled model otherwise tends to copy untranslated.
@@ -150,9 +151,10 @@ def _words(text: str) -> list[str]:
 
 
 def needs_no_translation(source: str) -> bool:
-    """A source without a letter (a number, "1.", punctuation) is shown as it is: asked to translate
-    "1." the bundled model wrote "2.", continuing what it took for a list."""
-    return not any(ch.isalpha() for ch in source)
+    """A source without a letter (a number, "1.", punctuation), or one that only spells a name or a code
+    letter by letter (:func:`core.translate.quality.spelled_out`: "j e f f."), is shown as it is: asked
+    to translate "1." the bundled model wrote "2.", continuing what it took for a list."""
+    return not any(ch.isalpha() for ch in source) or spelled_out(source)
 
 
 # How each instruct model is asked to translate (a catalogue model's ``chat_prompt``; core.models.registry):

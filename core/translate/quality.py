@@ -51,11 +51,40 @@ def is_fragment(source: str, translation: str, target: str) -> bool:
     return _length(translation, target) < FRAGMENT_SHARE * n * scale
 
 
+# A name or a code spelled out, letter by letter ("j e f f.", "J-O-H-N"): this many single characters in a row
+SPELLED_RUN = 3
+
+
+def _spelled_letters(text: str) -> list[list[str]]:
+    """The runs of :data:`SPELLED_RUN` or more words of one character each (letters or digits) in ``text``,
+    each as its words (lower case)."""
+    runs, run = [], []
+    for word in _words(text) + [""]:
+        if len(word) == 1:
+            run.append(word)
+            continue
+        if len(run) >= SPELLED_RUN:
+            runs.append(run)
+        run = []
+    return runs
+
+
+def spelled_out(text: str) -> bool:
+    """``text`` does nothing but spell: every word one letter, or digits, with a run of :data:`SPELLED_RUN`
+    single characters among them ("j e f f.", "J-O-H-N", "a b 4 2 7"). A caller spelling a name or a code says no
+    sentence to translate; asked to, the bundled model wrote "1." for "j e f f." and a sentence of its own
+    ("1999 So schön ist es, …") for "j o h n s m i p h."."""
+    words = _words(text)
+    return (bool(_spelled_letters(text)) and sum(w.isalpha() for w in words) >= 2
+            and all(len(w) == 1 or w.isdigit() for w in words))
+
+
 def kept_as_is(source: str) -> set[str]:
     """The source's words a translation keeps as they are (lower case): names (words capitalised where
-    a sentence does not begin, acronyms such as "EU" too) and the words of a quotation ("it rhymes with
-    Twp and Pwp.", 'furious'). A translation keeping them is not left in English for that."""
-    kept: set[str] = set()
+    a sentence does not begin, acronyms such as "EU" too), the words of a quotation ("it rhymes with
+    Twp and Pwp.", 'furious') and letters spelled out ("my name is j e f f"). A translation keeping
+    them is not left in English for that."""
+    kept: set[str] = {w for run in _spelled_letters(source) for w in run}
     for quote in _QUOTED.findall(source):
         kept.update(_words(next(q for q in quote if q)))
     for match in _WORD.finditer(source):
