@@ -167,14 +167,16 @@ def test_an_example_borrowed_from_the_prompt_is_told():
 
 def _translate(translator, sentence: str, copy_retries: int | None = None, split_broken: int | None = None,
                markers: bool = True, fragment_retry: bool = True, capital_retry: bool = True,
-               number_retry: bool = True) -> str:
+               number_retry: bool = True, clock_24h: bool = True) -> str:
     """``sentence`` as a finished one; ``copy_retries`` 0: as before the copy retry; ``split_broken``
     0: as before the halves; ``markers`` False: as before discourse markers were read off;
     ``fragment_retry`` False: as before the fragment retry; ``capital_retry`` False: as before the
-    lower-case retry; ``number_retry`` False: as before the number retry."""
+    lower-case retry; ``number_retry`` False: as before the number retry; ``clock_24h`` False: as before
+    clock times were read as 24-hour times."""
     options = translator.options
     translator.options = dataclasses.replace(translator.options, markers=markers, fragment_retry=fragment_retry,
-                                             capital_retry=capital_retry, number_retry=number_retry)
+                                             capital_retry=capital_retry, number_retry=number_retry,
+                                             clock_24h=clock_24h)
     if copy_retries is not None:
         translator.options = dataclasses.replace(translator.options, copy_retries=copy_retries)
     if split_broken is not None:
@@ -230,6 +232,33 @@ def test_what_is_spelled_out():
     assert all(spelled_out(t) for t in (*SPELLED, "J-O-H-N.", "a b 4 2 7"))
     # a letter or two, a number read out, a word of one letter in a sentence: not spelling
     assert not any(spelled_out(t) for t in ("A.", "A B.", "0 4 2 7", "I think so.", "my name is j e f f."))
+
+
+# support-chat lines with an afternoon hour (BConTrasT, tune split) and the 24-hour time a German reader reads
+AFTERNOON = (("Yes, 7:10 p.m.", "19:10"),
+             ("ok, i have booked an appointment for 3pm today for your 2013 honda pilot that has an oil leak.", "15"))
+
+
+def test_an_afternoon_hour_is_translated_as_a_24_hour_time(translator_de):
+    for said, hour in AFTERNOON:
+        before = _translate(translator_de, said, clock_24h=False)
+        assert hour not in before, before  # the hour kept as said, "p.m." dropped or the line left in English
+        after = _translate(translator_de, said)
+        assert hour in after and "p.m" not in after and not invented_numbers(said, after), after
+
+
+def test_clock_times_read_as_24_hour_times():
+    from core.translate.clock import clock_24h
+
+    cases = {"Yes, 7:10 p.m.": "Yes, 19:10.", "2:40pm, 7:10pm, and 9:30pm.": "14:40, 19:10, and 21:30.",
+             "at 1:40pm. for 4 tickets": "at 13:40. for 4 tickets", "at 7 p.m. tonight": "at 19:00 tonight",
+             "at 12 am and 12pm": "at 0:00 and 12:00", "9 amazing people at 9 a.m.?": "9 amazing people at 9:00?",
+             # a range whose first hour says no a.m./p.m., no clock time, not an hour: as said
+             "from 5 to 7 p.m.": "from 5 to 7 p.m.", "5-7pm": "5-7pm", "I am 25.": "I am 25.", "13 pm": "13 pm"}
+    assert {said: clock_24h(said) for said in cases} == cases
+    assert clock_24h("at 7 p.m.", target_lang="en") == "at 7 p.m." and clock_24h("a las 7 p.m.", "es") == "a las 7 p.m."
+    # the minutes of such an hour are said ("8pm" → "20:00 Uhr"); an hour it never says is made up
+    assert not invented_numbers("at 8pm", "um 20:00 Uhr") and invented_numbers("at 8pm", "um 21:00 Uhr") == ["21"]
 
 
 def test_a_name_and_a_number_are_kept(translator_de):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from .clock import clock_times
 from .quality import afternoon_hours, numbers_in
 
 _WORD = re.compile(r"\w+")
@@ -39,9 +40,11 @@ _HYPHENED = re.compile(r"\b(" + "|".join(_TENS) + r")[- ](" + "|".join(_UNITS[1:
 
 def numbers_said(source: str) -> set[str]:
     """The numbers a translation of ``source`` may write in digits: its own (:func:`numbers_in`), its
-    hours with p.m. in 24-hour form, and its number words ("five", "twenty-one", "third", "midnight")
-    as digits."""
+    hours with p.m. in 24-hour form, the minutes of an hour with a.m. or p.m. ("8pm" → "20:00"), and its
+    number words ("five", "twenty-one", "third", "midnight") as digits."""
     said = numbers_in(source) | set(afternoon_hours(source).values())
+    for time in clock_times(source):
+        said |= {"00", str(int(time.group(1)) % 12 + (12 if time.group(3).lower() == "p" else 0))}
     for word in (w.lower() for w in _WORD.findall(source)):
         said |= _SPELLED.get(word, set())
     for tens, unit in _HYPHENED.findall(source):

@@ -25,6 +25,7 @@ from ..errors import Interrupted, ModelError, TranslationError
 from ..text import ends_sentence, joiner
 from .casing import as_written, first_upper
 from .clauses import PieceMemo, clause_pieces, halves, sentence_parts
+from .clock import clock_24h
 from .copies import copy_bans, copy_start, word_starts
 from .decoding import Decoder
 from .hesitations import without_hesitations
@@ -110,6 +111,9 @@ class TranslatorOptions:
     sentence_by_sentence: bool = True
     # English typed in lower case read as a transcript writes it (core.translate.casing)
     as_written: bool = True
+    # English clock times with a.m./p.m. read as 24-hour times ("7:10 p.m." → "19:10", core.translate.clock):
+    # the small model kept the hour and dropped the "p.m." ("at 3pm" → "um 3:00 Uhr")
+    clock_24h: bool = True
 
 
 # The fragment retry's decode may take at most this share of its words from the source (names and numbers
@@ -306,6 +310,10 @@ class LlamaTranslator:
         if self.options.as_written:
             spoken = as_written(spoken, lang)
             draft_source = as_written(draft_source, lang) if draft_source else draft_source
+        if self.options.clock_24h:
+            target = self.options.target_lang
+            spoken = clock_24h(spoken, lang, target)
+            draft_source = clock_24h(draft_source, lang, target) if draft_source else draft_source
         if not spoken or needs_no_translation(spoken):  # "Hmm.", "1.", "2024", "…": shown as it is
             return TranslationResult(source, source, self.runner.tokenize(" " + source), 0, 0, 0.0)
         if final and not draft and self.options.sentence_by_sentence:
