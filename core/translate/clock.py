@@ -25,6 +25,11 @@ def clock_times(text: str) -> list[re.Match]:
             if 1 <= int(m.group(1)) <= 12 and (m.group(2) is None or int(m.group(2)) < 60)]
 
 
+def hour_24(time: re.Match) -> int:
+    """The hour of a clock time found by :func:`clock_times` on the 24-hour clock ("12 a.m." is 0)."""
+    return int(time.group(1)) % 12 + (12 if time.group(3).lower() == "p" else 0)
+
+
 def clock_24h(text: str, source_lang: str = "en", target_lang: str = "de") -> str:
     """``text`` (English) with each clock time with a.m. or p.m. written as a 24-hour time
     (:func:`clock_times`; "12 a.m." is "0:00", "12 p.m." "12:00"); a time ending a sentence keeps the
@@ -36,8 +41,7 @@ def clock_24h(text: str, source_lang: str = "en", target_lang: str = "de") -> st
     for m in clock_times(text):
         if _RANGE_BEFORE.search(text[:m.start()]):
             continue
-        hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "p" else 0)
-        time = f"{hour}:{m.group(2) or '00'}"
+        time = f"{hour_24(m)}:{m.group(2) or '00'}"
         rest = text[m.end():]
         # a full stop after "pm" ends a sentence; after "p.m." it may be the abbreviation's alone
         if m.group(5) and (not m.group(4) or not rest.strip() or re.match(r"\s+[\"“„'‘(]?[A-Z]", rest)):

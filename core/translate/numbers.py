@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .clock import clock_times
+from .clock import clock_times, hour_24
 from .quality import afternoon_hours, numbers_in
 
 _WORD = re.compile(r"\w+")
@@ -44,7 +44,7 @@ def numbers_said(source: str) -> set[str]:
     number words ("five", "twenty-one", "third", "midnight") as digits."""
     said = numbers_in(source) | set(afternoon_hours(source).values())
     for time in clock_times(source):
-        said |= {"00", str(int(time.group(1)) % 12 + (12 if time.group(3).lower() == "p" else 0))}
+        said |= {"00", str(hour_24(time))}
     for word in (w.lower() for w in _WORD.findall(source)):
         said |= _SPELLED.get(word, set())
     for tens, unit in _HYPHENED.findall(source):
