@@ -28,7 +28,9 @@ of greedy decoder steps (end-of-text suppressed, so every model decodes exactly 
 models take turns over several rounds (in each, the fastest of three back-to-back runs counts) so a
 load on the machine hits all alike. Encoder and decoder are timed apart and extrapolated linearly
 in their layers, ``t(L) ≈ t(1) + (L - 1)·(t(2) - t(1))``, per round, then the median over rounds is
-kept; so a shape with 32 encoder and 4 decoder layers (large-v3-turbo) is predicted as well. A
+kept; so a shape with 32 encoder and 4 decoder layers (large-v3-turbo) is predicted as well. The rounds stop
+after three where every prediction is a fifth or more away from each threshold it is compared with
+(:data:`SETTLE_MARGIN`). A
 verifier's predicted cost is base's measured verifier cost scaled by ``t(shape) / t(base shape)``
 (feature extraction and word alignment are scaled with it, a slight overestimate).
 ``tests/test_calibration.py`` checks a full-depth random base against the real one and the
@@ -97,6 +99,12 @@ PROXY_VERSION = 1
 # A set of proxies up to this size is kept for the next check (the CPU's, about 0.7 GB: rebuilding costs each
 # check about 15 s on two cores); a larger one (a GPU's full-depth proxies, about 3.8 GB) is removed after timing.
 KEEP_PROXY_BYTES = 2**30
+# The proxies' timing may stop after this many rounds, before ``repeats``, once no prediction lies within
+# SETTLE_MARGIN (a share) of a threshold it is compared with (BUDGET, and BUDGET × PREDICT_NEAR): further
+# rounds move a median by noise, and noise of a fifth does not carry a prediction across a decision. On a
+# 2-core CPU small.en and medium.en are predicted far over the budget, so a check there takes 3 rounds, not 5.
+SETTLE_ROUNDS = 3
+SETTLE_MARGIN = 0.2
 
 # Rough accuracy order (issue #29, shared reading WER: tiny.en streaming 8.4%, verified by base 6.3%);
 # small and medium are Whisper's larger models, more accurate again as verifiers of the same lines.
@@ -362,10 +370,13 @@ class Timer:
 
     def time(self, models: dict[str, object], workload: Workload, repeats: int = 5,
              abort: threading.Event | None = None, tick: Callable[[float], None] | None = None,
-             reference: str | None = None) -> dict[str, list[tuple[float, float]]]:
+             reference: str | None = None,
+             enough: Callable[[dict[str, list[tuple[float, float]]]], bool] | None = None,
+             least: int = SETTLE_ROUNDS) -> dict[str, list[tuple[float, float]]]:
         """Encoder and decoder seconds of one ``workload`` decode on each model, one pair per round
         (``repeats`` rounds after a warm-up round; in each, the fastest of ``burst`` runs). The models
-        take turns in every round, so a load on the machine hits all alike.
+        take turns in every round, so a load on the machine hits all alike. With ``enough``, it is
+        asked after each round from the ``least``-th on with the pairs so far, and True ends the timing there.
 
         With ``reference`` (one of ``models``, a small one), it runs once between every two models as
         a metronome, and each model's pair is scaled by the faster of the reference's runs just
@@ -409,6 +420,18 @@ class Timer:
                     raw[name].append((*best, len(beats) - 1))
                 if tick is not None:
                     tick((r * len(models) + i + 1) / (rounds * len(models)))
+            if enough is not None and least <= r < repeats:
+                samples = self._scaled(raw, beats, models, reference, run)
+                if enough(samples):
+                    if tick is not None:
+                        tick(1.0)
+                    return samples
+        return self._scaled(raw, beats, models, reference, run)
+
+    @staticmethod
+    def _scaled(raw, beats: list[float], models, reference, run) -> dict[str, list[tuple[float, float]]]:
+        """The pairs so far, each scaled by the metronome beats around it (a closing beat is run and
+        kept: a later round's first model then has a beat just before it, as it always has)."""
         if reference is None:
             return {name: [(e, d) for e, d, _ in values] for name, values in raw.items()}
         beats.append(sum(run(models[reference])))
@@ -444,6 +467,12 @@ def _rounds(samples: dict[str, list[tuple[float, float]]], shape: Shape) -> list
         pairs = [((e1, d1), (max(e1, e2), max(d1, d2)))]
     return [extrapolate(e1, e2, shape.encoder_layers) + extrapolate(d1, d2, shape.decoder_layers)
             for (e1, d1), (e2, d2) in pairs]
+
+
+def settled(busy: dict[str, float], thresholds: tuple[float, ...], margin: float = SETTLE_MARGIN) -> bool:
+    """True when no predicted busy time (seconds per second of audio) lies within ``margin`` (a share of
+    the threshold) of a threshold it is compared with: more timing rounds would not change a decision."""
+    return all(abs(b - t) >= margin * t for b in busy.values() for t in thresholds)
 
 
 def predict_seconds(samples: dict[str, list[tuple[float, float]]], shapes: list[Shape]) -> dict[str, float]:
@@ -909,19 +938,32 @@ def calibrate(options: StreamingOptions, translator=None, *, language: str = "en
     timer = Timer(vocabulary, device, compute_type)
     models, paths, keep = prepare_proxies(depths, vocabulary, quantization, timer, keep_proxies,
                                           lambda message, f: status(message, 0.55 + 0.1 * f), check)
+    base_cost = times.verifier_s * per
+    fixed = times.drafter_s * per + times.translator_s * per
+
+    def predict(seconds: dict[str, float]) -> dict[str, float]:
+        return {name: round(base_cost * seconds[name] / seconds["base"], 4) for name in PREDICTED}
+
+    # what a prediction decides: keeping up (every shape), and timing an installed larger verifier for real
+    timed_if_near = {s.name for rung in rungs[1:] for s in [shape_of(rung.verifier or "")]
+                     if s is not None and rung.verifier != reference and _installed(store, rung.verifier)}
+
+    def enough(samples: dict[str, list[tuple[float, float]]]) -> bool:  # base itself is measured, not predicted
+        busy = {name: fixed + cost for name, cost in predict(predict_seconds(samples, shapes)).items()}
+        return all(settled({name: b}, (budget, budget * PREDICT_NEAR) if name in timed_if_near else (budget,))
+                   for name, b in busy.items() if name != "base")
+
     message = "Timing them (speed does not depend on the weights)"
     samples = timer.time(models, workload, repeats, abort, lambda f: status(message, 0.65 + 0.25 * f),
-                         reference=next(iter(paths)))  # base's smallest proxy: the metronome
+                         reference=next(iter(paths)), enough=enough)  # base's smallest proxy: the metronome
     del models
     if not keep:
         for path in paths.values():
             shutil.rmtree(path, ignore_errors=True)
     seconds = predict_seconds(samples, shapes)
-    base_cost = times.verifier_s * per
-    predicted = {name: round(base_cost * seconds[name] / seconds["base"], 4) for name in PREDICTED}
+    predicted = predict(seconds)
 
     # installed verifiers larger than base, near the budget: timed on base's decodes
-    fixed = times.drafter_s * per + times.translator_s * per
     measured_verifier: dict[str, float] = {reference: base_cost}
     for rung in rungs[1:]:
         shape = shape_of(rung.verifier or "")
