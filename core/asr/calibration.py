@@ -101,8 +101,8 @@ PROXY_VERSION = 1
 KEEP_PROXY_BYTES = 2**30
 # The proxies' timing may stop after this many rounds, before ``repeats``, once no prediction lies within
 # SETTLE_MARGIN (a share) of a threshold it is compared with (BUDGET, and BUDGET × PREDICT_NEAR): further
-# rounds move a median by noise, and noise of a fifth does not carry a prediction across a decision. On a
-# 2-core CPU small.en and medium.en are predicted far over the budget, so a check there takes 3 rounds, not 5.
+# rounds move a median by noise, and noise of a fifth does not carry a prediction across a decision (the check's
+# time before and after: docs/BENCHMARKS.md, "Which engine suits the machine").
 SETTLE_ROUNDS = 3
 SETTLE_MARGIN = 0.2
 
