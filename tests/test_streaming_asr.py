@@ -209,6 +209,23 @@ def test_a_prompt_of_dots_makes_whisper_answer_speech_with_dots_and_that_is_refu
     assert not degenerate(heard) and "purpose" in heard.lower(), heard
 
 
+def test_a_looping_decode_stops_at_the_tokens_its_audio_can_hold(tiny_engine, store, shared, jfk):
+    from core.asr import FasterWhisperEngine
+    from core.asr.streaming import degenerate
+
+    unlimited = FasterWhisperEngine(store.resolve("whisper-tiny.en"), stop_runaways=False)
+    audio = decode_file(shared / "asr" / "mfa_cold_corpus.wav")[: 16000 * 6]
+    stopped, whole = (e.transcribe(audio, ". " * 60, "en") for e in (tiny_engine, unlimited))
+    assert degenerate(whole.text) and not whole.runaway, whole.text  # the loop, run to faster-whisper's end
+    assert stopped.runaway and 0 < len(stopped.words) < len(whole.words), (stopped.text, whole.text)
+    # greedy decoding is causal: the words before the stop are the whole decode's (the last may be cut)
+    assert [w.text for w in stopped.words[:-1]] == [w.text for w in whole.words[:len(stopped.words) - 1]]
+    # speech within the tokens its audio holds is decoded as without the limit, prompt or not
+    for prompt in ("And so.", ""):
+        heard, same = (e.transcribe(jfk, prompt, "en") for e in (tiny_engine, unlimited))
+        assert not heard.runaway and heard.text == same.text and "country" in heard.text, heard.text
+
+
 @pytest.mark.parametrize("text,looping", [
     (" . . . . . . . . . . . . . . . . . . . .", True),
     (" and then and then and then and then and then and then and then and then", True),

@@ -9,6 +9,7 @@ the same method, so :class:`~core.asr.streaming.StreamingTranscriber` takes eith
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ class Hypothesis:
     text: str
     decode_seconds: float = 0.0
     model: str = ""  # the engine whose greedy decode this is, where a decode may come from either of two
+    # stopped at the most tokens its audio can hold (:func:`token_limit`), not at its end: a loop, as
+    # :func:`~core.asr.streaming.degenerate` text is; its words up to there are the decode's own
+    runaway: bool = False
 
 
 class ASREngine(Protocol):
@@ -92,7 +96,10 @@ def content_frames(features: np.ndarray) -> int:
 
 class FasterWhisperEngine(ASREngine):
     """faster-whisper greedy decoding with word timestamps (the baseline engine); ``compute_type``
-    is ``asr.compute_dtype`` (``auto``: :func:`core.compute.ct2_compute_type`)."""
+    is ``asr.compute_dtype`` (``auto``: :func:`core.compute.ct2_compute_type`). With
+    ``stop_runaways`` a decode stops once it holds more tokens than its audio can
+    (:func:`token_limit`) and is marked ``Hypothesis.runaway``: a loop, whose tokens past there
+    would cost seconds on two cores and be refused anyway."""
 
     def __init__(
         self,
@@ -102,6 +109,7 @@ class FasterWhisperEngine(ASREngine):
         cpu_threads: int = 0,
         one_pass: bool = True,
         encoder_seconds: float = ENCODER_SECONDS,
+        stop_runaways: bool = True,
     ) -> None:
 
         if device == "auto":
@@ -138,6 +146,7 @@ class FasterWhisperEngine(ASREngine):
         self.multilingual = self.model.model.is_multilingual
         self._decoded: np.ndarray | None = None  # the audio of the last decode
         self.one_pass = one_pass
+        self.stop_runaways = stop_runaways  # a decode past the tokens its audio can hold stops (token_limit)
         rule = encoder_frames_rule(encoder_seconds)
         self.model.encoder_frames = None if rule is None else lambda features: rule(content_frames(features))
 
@@ -183,6 +192,8 @@ class FasterWhisperEngine(ASREngine):
         # a second pass only for a real tail: at least TAIL_S of audio after the last word
         self.model.another_pass = (None if not self.one_pass
                                    else lambda: window_s - heard_until[0] >= TAIL_S)
+        self.model.token_limit = (token_limit(window_s, language if self.multilingual else "en")
+                                  if self.stop_runaways else None)
         segments, _info = self.model.transcribe(
             audio,
             language=(language if self.multilingual else "en") or None,
@@ -205,7 +216,24 @@ class FasterWhisperEngine(ASREngine):
                     heard_until[0] = max(heard_until[0], w.end)
         except SecondPass:
             pass
-        return Hypothesis(words, "".join(texts).strip(), time.perf_counter() - t0)
+        return Hypothesis(words, "".join(texts).strip(), time.perf_counter() - t0, runaway=self.model.runaway)
+
+
+# The most tokens a second of English speech holds in a decode, and a few more for any window. Fast
+# speech is about 4.5 words a second, 1.3 tokens a word, with two timestamps for every few seconds:
+# under 7 tokens a second; numbers and names spelt in pieces take more, hence the margin. Other
+# languages (characters or bytes as tokens) get twice the rate, which for most windows leaves
+# faster-whisper's own limit (224) in force.
+TOKENS_PER_S_ENGLISH = 10.0
+TOKENS_PER_S_OTHER = 20.0
+TOKENS_EXTRA = 16
+
+
+def token_limit(window_s: float, language: str | None) -> int:
+    """The most tokens a decode of ``window_s`` seconds of speech in ``language`` (None: not known
+    yet) can hold; a decode still going past them is a loop (``Hypothesis.runaway``)."""
+    rate = TOKENS_PER_S_ENGLISH if language == "en" else TOKENS_PER_S_OTHER
+    return int(math.ceil(rate * window_s)) + TOKENS_EXTRA
 
 
 # A window's audio after the last word is decoded again (a second pass) only when it is at least

@@ -333,7 +333,7 @@ class StreamingTranscriber:
         self._new_audio = 0.0
         words = [w.shifted(offset) for w in hypothesis.words if w.text.strip()]
         self._told_nothing = False
-        if degenerate("".join(w.text for w in words)):
+        if hypothesis.runaway or degenerate("".join(w.text for w in words)):
             # a hallucinated loop: nothing of it is shown or committed, and the next decode starts
             # without the prompt that may have led to it
             logger.warning("dropped a looping decode at %.1f s: %r", offset, "".join(w.text for w in words)[:80])

@@ -32,8 +32,9 @@ it said twice at once (a loop, or a squashed copy: :func:`kept_words`; :class:`V
 the audio and prompt, so a test decodes them again). Where lines are cross-checked
 (:class:`VerifiedEngine` ``cross_check``), the window's decode is the greedy output of whichever of the
 two models wins it (``VerifiedLine.model``), and the promise holds for that model. Where the verifier's decode holds
-no words at all, or falls into a loop (dashes, dots, a phrase over and over) before the line's last
-word, the line stays held and is verified again together with the drafter's next line (once: a
+no words at all, or falls into a loop (dashes, dots, a phrase over and over; or runs past the
+tokens its audio can hold, ``Hypothesis.runaway``) before the line's last word, the line stays
+held and is verified again together with the drafter's next line (once: a
 decode over both lines, with more audio, seldom loops where one did; ``merges``), or alone where no
 line has followed within ``retry_after_s``; where that decode fails the same way, or the stream ends
 first, the drafter's line is committed instead, marked unverified and counted as a fallback. A loop
@@ -596,7 +597,7 @@ class LineVerifier:
         self.verify_seconds += seconds
         words = [w.shifted(start) for w in hypothesis.words]
         after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
-        looped = degenerate(hypothesis.text)
+        looped = hypothesis.runaway or degenerate(hypothesis.text)
         looped_from = before_loop(words) if looped else len(words)
         heard = words[:min(looped_from, collapse_start(words))]
         collapsed = len(heard) < looped_from  # the words' times collapse before any loop
@@ -793,7 +794,7 @@ class VerifiedEngine:
     def verify(self, audio, prompt="", language=None, abort=None):
         first = dataclasses.replace(self.verifier.transcribe(audio, prompt, language, abort=abort),
                                     model=self.verifier.name)
-        if not self.cross_check or (first.words and not degenerate(first.text)
+        if not self.cross_check or (first.words and not first.runaway and not degenerate(first.text)
                                     and doubt(first) >= CROSS_CHECK_BELOW):
             return first
         try:
@@ -809,9 +810,9 @@ class VerifiedEngine:
     def _likelier(self, first, audio, prompt, language, abort):
         second = dataclasses.replace(self.drafter.transcribe(audio, prompt, language, abort=abort),
                                      model=self.drafter.name)
-        if not second.words or degenerate(second.text):
+        if not second.words or second.runaway or degenerate(second.text):
             return first
-        if not first.words or degenerate(first.text):
+        if not first.words or first.runaway or degenerate(first.text):
             return second
         models = (self.verifier, self.drafter)
         scores = [[m.text_log_probs(audio, h.text, language) for m in models] for h in (first, second)]
