@@ -62,8 +62,8 @@ def one_pass_model_class():
             first = self._passes <= 1
             if first:
                 self.runaway = False
-            # CTranslate2 (4.8) stops Whisper at about half of faster-whisper's max_length in new tokens
-            # (len(prompt) + max_new_tokens), whatever the prompt: twice the limit stops at the limit or later
+            # CTranslate2 (4.8) can stop a Whisper decode with timestamps after as few as half of the new tokens
+            # faster-whisper's max_new_tokens asks for: asking twice the limit stops at the limit or later
             limit = 2 * self.token_limit if first and self.token_limit is not None else None
             if limit is not None and len(prompt) + limit < self.max_length:
                 options = dataclasses.replace(options, max_new_tokens=limit)
