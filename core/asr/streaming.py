@@ -90,6 +90,12 @@ def degenerate(text: str) -> bool:
     return len(data) / len(zlib.compress(data)) > COMPRESSION_LIMIT
 
 
+def looping(hypothesis) -> bool:
+    """Whether a decode (a :class:`~core.asr.engine.Hypothesis`) is a loop rather than speech: stopped
+    at the tokens its audio can hold (``runaway``), or :func:`degenerate` text."""
+    return hypothesis.runaway or degenerate(hypothesis.text)
+
+
 def collapse_start(words: list[Word], run: int = COLLAPSE_RUN, span: float = COLLAPSE_SPAN_S) -> int:
     """Where a decode's words stop being speech: the first of ``run`` or more consecutive words that
     start within ``span`` seconds of one another (``len(words)`` where there is none). Nobody says

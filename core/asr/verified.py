@@ -74,7 +74,15 @@ from ..audio.window import AudioWindow
 from ..errors import Interrupted
 from ..stream import Sentence, TranscriptUpdate, Word
 from ..text import ends_sentence
-from .streaming import StreamingOptions, StreamingTranscriber, collapse_start, degenerate, prompt_from, push_pieces
+from .streaming import (
+    StreamingOptions,
+    StreamingTranscriber,
+    collapse_start,
+    degenerate,
+    looping,
+    prompt_from,
+    push_pieces,
+)
 
 _SPOKEN = re.compile(r"\w")
 _KEY = re.compile(r"[^\w']+")
@@ -597,7 +605,7 @@ class LineVerifier:
         self.verify_seconds += seconds
         words = [w.shifted(start) for w in hypothesis.words]
         after = min(self._verified_words[-1].end, self._cut) if self._verified_words else self._cut
-        looped = hypothesis.runaway or degenerate(hypothesis.text)
+        looped = looping(hypothesis)
         looped_from = before_loop(words) if looped else len(words)
         heard = words[:min(looped_from, collapse_start(words))]
         collapsed = len(heard) < looped_from  # the words' times collapse before any loop
@@ -794,7 +802,7 @@ class VerifiedEngine:
     def verify(self, audio, prompt="", language=None, abort=None):
         first = dataclasses.replace(self.verifier.transcribe(audio, prompt, language, abort=abort),
                                     model=self.verifier.name)
-        if not self.cross_check or (first.words and not first.runaway and not degenerate(first.text)
+        if not self.cross_check or (first.words and not looping(first)
                                     and doubt(first) >= CROSS_CHECK_BELOW):
             return first
         try:
@@ -810,9 +818,9 @@ class VerifiedEngine:
     def _likelier(self, first, audio, prompt, language, abort):
         second = dataclasses.replace(self.drafter.transcribe(audio, prompt, language, abort=abort),
                                      model=self.drafter.name)
-        if not second.words or second.runaway or degenerate(second.text):
+        if not second.words or looping(second):
             return first
-        if not first.words or first.runaway or degenerate(first.text):
+        if not first.words or looping(first):
             return second
         models = (self.verifier, self.drafter)
         scores = [[m.text_log_probs(audio, h.text, language) for m in models] for h in (first, second)]
